@@ -1,0 +1,7 @@
+// The browser entry: the web build, initialised once with top-level await. Bundlers (Vite,
+// webpack 5, esbuild) follow the `new URL(..., import.meta.url)` inside init() to the .wasm.
+import init from "./web/context_keeper.js";
+
+await init();
+
+export * from "./web/context_keeper.js";

@@ -1,0 +1,3 @@
+// Types of the `context-keeper/init` entry: the API plus the initialisers of the web build.
+export * from "./web/context_keeper.js";
+export { default } from "./web/context_keeper.js";

@@ -1,0 +1,9 @@
+// The Cloudflare Workers (workerd) entry. Workers cannot compile wasm from bytes at run time,
+// so the .wasm is imported as a module (wrangler bundles it as CompiledWasm) and instantiated
+// synchronously.
+import wasm from "./web/context_keeper_bg.wasm";
+import { initSync } from "./web/context_keeper.js";
+
+initSync({ module: wasm });
+
+export * from "./web/context_keeper.js";

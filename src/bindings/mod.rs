@@ -1,0 +1,131 @@
+//! The JavaScript face of the crate: the only module that sees JS values.
+//!
+//! It converts arguments, calls the pure core and turns core errors into `Error` objects. It
+//! holds no logic of its own.
+
+mod error;
+
+use wasm_bindgen::prelude::*;
+
+use crate::model::resolve_encoding;
+use error::{ArgumentError, CountTokensError};
+
+/// Runs at the top of every export.
+fn enter() {
+    // NOTE: with panic = "abort" a panic cannot be caught, but the hook still prints its
+    // message to the console before the instance traps, which is what a bug report needs. It
+    // is set here rather than in a `start` function, which wasm-bindgen would also export.
+    console_error_panic_hook::set_once();
+}
+
+#[wasm_bindgen(typescript_custom_section)]
+const TS_TYPES: &'static str = r#"
+/** A byte-pair encoding that context-keeper counts exactly. */
+export type EncodingName = "o200k_base" | "cl100k_base";
+
+/** Options for {@link countTokens}. */
+export interface CountOptions {
+  /** The encoding to count with. Wins over `model`. Default: "o200k_base". */
+  encoding?: EncodingName;
+  /** A model name, such as "gpt-4o" (o200k_base) or "gpt-4" (cl100k_base). */
+  model?: string;
+}
+"#;
+
+#[wasm_bindgen]
+extern "C" {
+    /// The options bag of `countTokens`, read through its getters (duck-typed: any object).
+    #[wasm_bindgen(typescript_type = "CountOptions")]
+    pub type CountOptions;
+
+    #[wasm_bindgen(method, getter, structural, catch)]
+    fn encoding(this: &CountOptions) -> Result<JsValue, JsValue>;
+
+    #[wasm_bindgen(method, getter, structural, catch)]
+    fn model(this: &CountOptions) -> Result<JsValue, JsValue>;
+}
+
+/// Reads an optional string field of an options object; `read` is the field's getter.
+fn string_field(
+    field: &'static str,
+    read: Result<JsValue, JsValue>,
+) -> Result<Option<String>, ArgumentError> {
+    let value = read.map_err(|_| ArgumentError::Unreadable { field })?;
+    if value.is_undefined() || value.is_null() {
+        return Ok(None);
+    }
+    value
+        .as_string()
+        .map(Some)
+        .ok_or_else(|| ArgumentError::WrongType {
+            field,
+            expected: "a string",
+            got: type_name(&value),
+        })
+}
+
+/// The JS `typeof` of a value, for error messages.
+fn type_name(value: &JsValue) -> String {
+    value.js_typeof().as_string().unwrap_or_default()
+}
+
+/// Reads `text`, which must be a string.
+fn text_arg(text: &JsValue) -> Result<String, ArgumentError> {
+    text.as_string().ok_or_else(|| ArgumentError::WrongType {
+        field: "text",
+        expected: "a string",
+        got: type_name(text),
+    })
+}
+
+/// Counts the tokens of `text` exactly, with the encoding named by `options.encoding` or used
+/// by `options.model` (default o200k_base). Special-token text such as `<|endoftext|>` counts
+/// as ordinary text, as providers count message content.
+///
+/// ```js
+/// import { countTokens } from "context-keeper";
+/// countTokens("hello world");                       // 2
+/// countTokens("hello world", { model: "gpt-4" });   // 2, with cl100k_base
+/// countTokens("hi", { encoding: "p50k_base" });     // throws RangeError: unknown encoding "p50k_base"; known encodings: o200k_base, cl100k_base
+/// ```
+#[wasm_bindgen(js_name = countTokens)]
+pub fn count_tokens(
+    #[wasm_bindgen(unchecked_param_type = "string")] text: JsValue,
+    options: Option<CountOptions>,
+) -> Result<usize, CountTokensError> {
+    enter();
+    let text = text_arg(&text)?;
+    let (encoding, model) = match options {
+        Some(options) if options.is_object() => (
+            string_field("options.encoding", options.encoding())?,
+            string_field("options.model", options.model())?,
+        ),
+        Some(other) => {
+            return Err(ArgumentError::WrongType {
+                field: "options",
+                expected: "an object",
+                got: type_name(&other),
+            }
+            .into())
+        }
+        None => (None, None),
+    };
+    let encoding = resolve_encoding(encoding.as_deref(), model.as_deref())?;
+    Ok(crate::count_tokens(&text, encoding)?)
+}
+
+/// Estimates the o200k_base token count of `text` without any tables: fast, allocation-free,
+/// and usually within a few percent of the exact count. Use it for live counters on every
+/// keystroke; use {@link countTokens} where the exact number matters.
+///
+/// ```js
+/// import { estimateTokens } from "context-keeper";
+/// estimateTokens("The quick brown fox jumps over the lazy dog."); // about 10
+/// ```
+#[wasm_bindgen(js_name = estimateTokens)]
+pub fn estimate_tokens(
+    #[wasm_bindgen(unchecked_param_type = "string")] text: JsValue,
+) -> Result<usize, ArgumentError> {
+    enter();
+    Ok(crate::estimate_tokens(&text_arg(&text)?))
+}

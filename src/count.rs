@@ -1,0 +1,116 @@
+//! Exact token counts with the BPE encodings OpenAI's models use.
+//!
+//! Each encoding's tables are built once per process (per wasm instance) on first use and
+//! cached; an encoding that is never used is never built.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::OnceLock;
+
+use serde::{Deserialize, Serialize};
+use tiktoken_rs::CoreBPE;
+
+/// A byte-pair encoding whose counts this crate computes exactly.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Encoding {
+    /// GPT-4o, GPT-4.1, GPT-5 and the o-series.
+    #[serde(rename = "o200k_base")]
+    O200kBase,
+    /// GPT-4, GPT-3.5-turbo and text-embedding-3.
+    #[serde(rename = "cl100k_base")]
+    Cl100kBase,
+}
+
+impl Encoding {
+    /// Every encoding, in the order error messages list them.
+    pub const ALL: [Encoding; 2] = [Encoding::O200kBase, Encoding::Cl100kBase];
+
+    /// The name tiktoken uses for this encoding.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Encoding::O200kBase => "o200k_base",
+            Encoding::Cl100kBase => "cl100k_base",
+        }
+    }
+}
+
+impl fmt::Display for Encoding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An encoding name this crate does not know.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown encoding {name:?}; known encodings: {known}", known = known_encodings())]
+pub struct UnknownEncoding {
+    /// The name that was asked for.
+    pub name: String,
+}
+
+fn known_encodings() -> String {
+    Encoding::ALL.map(Encoding::name).join(", ")
+}
+
+impl FromStr for Encoding {
+    type Err = UnknownEncoding;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Encoding::ALL
+            .into_iter()
+            .find(|e| e.name() == name)
+            .ok_or_else(|| UnknownEncoding {
+                name: name.to_owned(),
+            })
+    }
+}
+
+/// Counting failed for a reason other than the input.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CountError {
+    /// The encoding's tables could not be built. This is a defect of the build, not of the
+    /// input; it is reported instead of panicking because a panic poisons a wasm instance.
+    #[error("the {encoding} tables failed to load: {reason}")]
+    TablesUnavailable {
+        /// The encoding whose tables failed.
+        encoding: Encoding,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+type Tables = Result<CoreBPE, String>;
+
+fn tables(encoding: Encoding) -> Result<&'static CoreBPE, CountError> {
+    static O200K: OnceLock<Tables> = OnceLock::new();
+    static CL100K: OnceLock<Tables> = OnceLock::new();
+    let built = match encoding {
+        Encoding::O200kBase => {
+            O200K.get_or_init(|| tiktoken_rs::o200k_base().map_err(|e| e.to_string()))
+        }
+        Encoding::Cl100kBase => {
+            CL100K.get_or_init(|| tiktoken_rs::cl100k_base().map_err(|e| e.to_string()))
+        }
+    };
+    built
+        .as_ref()
+        .map_err(|reason| CountError::TablesUnavailable {
+            encoding,
+            reason: reason.clone(),
+        })
+}
+
+/// The exact number of tokens `text` encodes to. Special-token text such as `<|endoftext|>` is
+/// counted as ordinary text, as a provider does with message content.
+///
+/// ```
+/// use context_keeper::{count_tokens, Encoding};
+/// assert_eq!(count_tokens("", Encoding::Cl100kBase).unwrap(), 0);
+/// assert_eq!(count_tokens("<|endoftext|>", Encoding::Cl100kBase).unwrap(), 7);
+/// ```
+pub fn count_tokens(text: &str, encoding: Encoding) -> Result<usize, CountError> {
+    if text.is_empty() {
+        return Ok(0);
+    }
+    Ok(tables(encoding)?.encode_ordinary(text).len())
+}

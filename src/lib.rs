@@ -1,0 +1,40 @@
+//! context-keeper keeps an LLM conversation inside its model's context window without losing
+//! anything: exact token counts (o200k_base, cl100k_base), a table-free estimator, and (in later
+//! modules) pruning, offloading and compaction.
+//!
+//! The crate is split by target. Every module here except [`bindings`] is pure Rust that knows
+//! nothing of JavaScript and is tested on the host with `cargo test`. The `bindings` module is
+//! compiled for `wasm32` only: it converts values and drives JS callbacks, nothing more.
+//!
+//! ```
+//! use context_keeper::{count_tokens, Encoding};
+//! assert_eq!(count_tokens("hello world", Encoding::O200kBase).unwrap(), 2);
+//! ```
+
+// NOTE: a panic in wasm poisons the instance for every later call, so the core keeps out every
+// construct that can panic. Tests may use them.
+#![cfg_attr(
+    not(test),
+    deny(
+        clippy::unwrap_used,
+        clippy::expect_used,
+        clippy::panic,
+        clippy::indexing_slicing,
+        clippy::unreachable,
+        clippy::todo,
+        clippy::unimplemented
+    )
+)]
+
+pub mod count;
+pub mod estimate;
+pub mod model;
+
+// NOTE: public so the wasm-bindgen tests can call the exports as JS would; not a Rust API.
+#[cfg(target_arch = "wasm32")]
+#[doc(hidden)]
+pub mod bindings;
+
+pub use count::{count_tokens, CountError, Encoding, UnknownEncoding};
+pub use estimate::estimate_tokens;
+pub use model::{encoding_for_model, resolve_encoding, ResolveError, UnknownModel};

@@ -1,0 +1,57 @@
+// The publishable package: what `npm pack` puts in the tarball, that every export target exists,
+// and that the installed tarball works from a fresh project through ESM and CommonJS.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const pkg = join(root, "pkg");
+const manifest = JSON.parse(readFileSync(join(pkg, "package.json"), "utf8"));
+const npm = (args, cwd) => execFileSync("npm", args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+
+/** Every file path an exports map points at. */
+function targets(node) {
+  if (typeof node === "string") return [node];
+  return Object.values(node).flatMap(targets);
+}
+
+test("the manifest: name, Cargo's version, conditions in the order resolvers need", () => {
+  const cargo = readFileSync(join(root, "Cargo.toml"), "utf8");
+  assert.equal(manifest.name, "context-keeper");
+  assert.equal(manifest.version, cargo.match(/^version = "(.+)"/m)[1]);
+  // `types` must come first and `default` last, or TypeScript and bundlers pick the wrong one.
+  assert.deepEqual(Object.keys(manifest.exports["."]), ["types", "workerd", "browser", "node", "default"]);
+});
+
+test("the tarball holds every export target and nothing else of note", () => {
+  const [packed] = JSON.parse(npm(["pack", "--dry-run", "--json", pkg], root));
+  const files = new Set(packed.files.map((f) => f.path));
+  for (const target of targets(manifest.exports)) {
+    const path = target.replace(/^\.\//, "");
+    assert.ok(files.has(path), `${path} is exported but not packed`);
+    assert.ok(existsSync(join(pkg, path)), `${path} is exported but not built`);
+  }
+  for (const path of ["node/context_keeper_bg.wasm", "web/context_keeper_bg.wasm", "README.md", "index.d.ts"]) {
+    assert.ok(files.has(path), `${path} missing from the tarball`);
+  }
+  for (const path of files) assert.doesNotMatch(path, /\.gitignore$|^src\/|\.rs$/, `${path} should not ship`);
+});
+
+test("the packed tarball installs into a fresh project and works from ESM and CommonJS", () => {
+  const dir = mkdtempSync(join(tmpdir(), "ck-pack-"));
+  try {
+    const [packed] = JSON.parse(npm(["pack", "--json", "--pack-destination", dir, pkg], root));
+    writeFileSync(join(dir, "package.json"), '{ "name": "consumer", "private": true }\n');
+    npm(["install", "--no-audit", "--no-fund", "--offline", join(dir, packed.filename)], dir);
+    writeFileSync(join(dir, "esm.mjs"), 'import { countTokens } from "context-keeper";\nconsole.log(countTokens("hello world", { model: "gpt-4o" }));\n');
+    writeFileSync(join(dir, "cjs.cjs"), 'const { countTokens } = require("context-keeper");\nconsole.log(countTokens("hello world", { encoding: "cl100k_base" }));\n');
+    assert.equal(execFileSync(process.execPath, ["esm.mjs"], { cwd: dir, encoding: "utf8" }).trim(), "2");
+    assert.equal(execFileSync(process.execPath, ["cjs.cjs"], { cwd: dir, encoding: "utf8" }).trim(), "2");
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
