@@ -1,14 +1,13 @@
 //! Exact token counts with the BPE encodings OpenAI's models use.
 //!
-//! Each encoding's tables are built once per process (per wasm instance) on first use and
-//! cached; an encoding that is never used is never built.
+//! Counting runs on the crate's own engine ([`crate::bpe`]), held to equality with tiktoken-rs
+//! and npm tiktoken by the tests. Each encoding's tables are built once per process (per wasm
+//! instance) on first use; an encoding that is never used is never built.
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
-use tiktoken_rs::CoreBPE;
 
 /// A byte-pair encoding whose counts this crate computes exactly.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -68,7 +67,8 @@ impl FromStr for Encoding {
 /// Counting failed for a reason other than the input.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum CountError {
-    /// The encoding's tables could not be built. This is a defect of the build, not of the
+    /// The encoding's tables could not be built: the build left the encoding out (Cargo
+    /// features `o200k`, `cl100k`) or its tables are corrupt. A defect of the build, not of the
     /// input; it is reported instead of panicking because a panic poisons a wasm instance.
     #[error("the {encoding} tables failed to load: {reason}")]
     TablesUnavailable {
@@ -77,27 +77,6 @@ pub enum CountError {
         /// What went wrong.
         reason: String,
     },
-}
-
-type Tables = Result<CoreBPE, String>;
-
-fn tables(encoding: Encoding) -> Result<&'static CoreBPE, CountError> {
-    static O200K: OnceLock<Tables> = OnceLock::new();
-    static CL100K: OnceLock<Tables> = OnceLock::new();
-    let built = match encoding {
-        Encoding::O200kBase => {
-            O200K.get_or_init(|| tiktoken_rs::o200k_base().map_err(|e| e.to_string()))
-        }
-        Encoding::Cl100kBase => {
-            CL100K.get_or_init(|| tiktoken_rs::cl100k_base().map_err(|e| e.to_string()))
-        }
-    };
-    built
-        .as_ref()
-        .map_err(|reason| CountError::TablesUnavailable {
-            encoding,
-            reason: reason.clone(),
-        })
 }
 
 /// The exact number of tokens `text` encodes to. Special-token text such as `<|endoftext|>` is
@@ -109,8 +88,5 @@ fn tables(encoding: Encoding) -> Result<&'static CoreBPE, CountError> {
 /// assert_eq!(count_tokens("<|endoftext|>", Encoding::Cl100kBase).unwrap(), 7);
 /// ```
 pub fn count_tokens(text: &str, encoding: Encoding) -> Result<usize, CountError> {
-    if text.is_empty() {
-        return Ok(0);
-    }
-    Ok(tables(encoding)?.encode_ordinary(text).len())
+    crate::bpe::count(text, encoding)
 }

@@ -26,8 +26,10 @@
     )
 )]
 
+pub mod bpe;
 pub mod count;
 pub mod estimate;
+pub mod messages;
 pub mod model;
 
 // NOTE: public so the wasm-bindgen tests can call the exports as JS would; not a Rust API.

@@ -4,21 +4,25 @@
 use wasm_bindgen::JsValue;
 
 use crate::count::CountError;
+use crate::messages::{Format, ParseError};
 use crate::model::ResolveError;
 
 /// A JS argument of the wrong shape.
 #[derive(Debug, thiserror::Error)]
 pub enum ArgumentError {
     /// The field holds a value of another type.
-    #[error("{field}: expected {expected}, got {got}")]
+    #[error("{field}: expected {expected}, found {got}")]
     WrongType {
         field: &'static str,
         expected: &'static str,
-        got: String,
+        got: &'static str,
     },
     /// Reading the field threw (a getter that throws, a revoked proxy).
     #[error("{field}: could not be read")]
     Unreadable { field: &'static str },
+    /// `JSON.stringify` threw: a cycle, a BigInt, nesting deeper than the engine's stack.
+    #[error("{field}: cannot be read as JSON: {reason}")]
+    NotJson { field: &'static str, reason: String },
 }
 
 impl From<ArgumentError> for JsValue {
@@ -44,6 +48,36 @@ impl From<CountTokensError> for JsValue {
             CountTokensError::Argument(err) => err.into(),
             CountTokensError::Resolve(err) => js_sys::RangeError::new(&err.to_string()).into(),
             CountTokensError::Count(err) => js_sys::Error::new(&err.to_string()).into(),
+        }
+    }
+}
+
+/// Why `detectFormat`, `validateMessages` or `repairMessages` failed.
+#[derive(Debug, thiserror::Error)]
+pub enum MessagesError {
+    #[error(transparent)]
+    Argument(#[from] ArgumentError),
+    /// The input is not a conversation of its format; the message names index and field.
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+    #[error("options.format: unknown format {name:?}; known formats: {known}", known = known_formats())]
+    UnknownFormat { name: String },
+    /// A defect of ours, not of the input.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+fn known_formats() -> String {
+    Format::ALL.map(Format::name).join(", ")
+}
+
+impl From<MessagesError> for JsValue {
+    fn from(err: MessagesError) -> Self {
+        match err {
+            MessagesError::Argument(err) => err.into(),
+            MessagesError::Parse(_) => js_sys::TypeError::new(&err.to_string()).into(),
+            MessagesError::UnknownFormat { .. } => js_sys::RangeError::new(&err.to_string()).into(),
+            MessagesError::Internal(_) => js_sys::Error::new(&err.to_string()).into(),
         }
     }
 }

@@ -4,6 +4,7 @@
 //! holds no logic of its own.
 
 mod error;
+mod messages;
 
 use wasm_bindgen::prelude::*;
 
@@ -64,9 +65,33 @@ fn string_field(
         })
 }
 
-/// The JS `typeof` of a value, for error messages.
-fn type_name(value: &JsValue) -> String {
-    value.js_typeof().as_string().unwrap_or_default()
+/// The message of a thrown value (an `Error`'s message, or the value as a string).
+fn error_message(err: &JsValue) -> String {
+    match err.dyn_ref::<js_sys::Error>() {
+        Some(err) => err.message().into(),
+        None => err.as_string().unwrap_or_else(|| "an exception".to_owned()),
+    }
+}
+
+/// The JS `typeof` of a value, for error messages; "array" and "null" told apart from "object".
+/// Worded like the core's parse errors: "a number", "an array", "null".
+fn type_name(value: &JsValue) -> &'static str {
+    if value.is_null() {
+        return "null";
+    }
+    if js_sys::Array::is_array(value) {
+        return "an array";
+    }
+    match value.js_typeof().as_string().as_deref() {
+        Some("string") => "a string",
+        Some("number") => "a number",
+        Some("boolean") => "a boolean",
+        Some("bigint") => "a bigint",
+        Some("symbol") => "a symbol",
+        Some("function") => "a function",
+        Some("undefined") => "undefined",
+        _ => "an object",
+    }
 }
 
 /// Reads `text`, which must be a string.

@@ -76,14 +76,14 @@ test("an unknown encoding or model is a RangeError that names it and lists the k
 });
 
 test("arguments of the wrong type are TypeErrors naming the field", () => {
-  assert.throws(() => countTokens(42), { name: "TypeError", message: "text: expected a string, got number" });
-  assert.throws(() => countTokens(undefined), { name: "TypeError", message: "text: expected a string, got undefined" });
-  assert.throws(() => countTokens("x", { encoding: 7 }), { name: "TypeError", message: "options.encoding: expected a string, got number" });
-  assert.throws(() => countTokens("x", { model: ["gpt-4"] }), { name: "TypeError", message: "options.model: expected a string, got object" });
-  assert.throws(() => countTokens("x", "o200k_base"), { name: "TypeError", message: "options: expected an object, got string" });
+  assert.throws(() => countTokens(42), { name: "TypeError", message: "text: expected a string, found a number" });
+  assert.throws(() => countTokens(undefined), { name: "TypeError", message: "text: expected a string, found undefined" });
+  assert.throws(() => countTokens("x", { encoding: 7 }), { name: "TypeError", message: "options.encoding: expected a string, found a number" });
+  assert.throws(() => countTokens("x", { model: ["gpt-4"] }), { name: "TypeError", message: "options.model: expected a string, found an array" });
+  assert.throws(() => countTokens("x", "o200k_base"), { name: "TypeError", message: "options: expected an object, found a string" });
   const throwing = { get encoding() { throw new Error("boom"); } };
   assert.throws(() => countTokens("x", throwing), { name: "TypeError", message: "options.encoding: could not be read" });
-  assert.throws(() => estimateTokens(null), { name: "TypeError", message: "text: expected a string, got object" });
+  assert.throws(() => estimateTokens(null), { name: "TypeError", message: "text: expected a string, found null" });
   // The instance is not poisoned by the errors above.
   assert.equal(countTokens("hello world"), 2);
 });

@@ -76,11 +76,11 @@ fn errors_are_error_objects_of_the_right_class() {
     );
     let err = JsValue::from(count_tokens(JsValue::from_f64(1.0), None).unwrap_err());
     assert!(err.is_instance_of::<TypeError>());
-    assert_eq!(message(err), "text: expected a string, got number");
+    assert_eq!(message(err), "text: expected a string, found a number");
     let not_an_object: CountOptions = JsValue::from_str("o200k_base").unchecked_into();
     let err = JsValue::from(count_tokens("x".into(), Some(not_an_object)).unwrap_err());
     assert!(err.is_instance_of::<TypeError>());
-    assert_eq!(message(err), "options: expected an object, got string");
+    assert_eq!(message(err), "options: expected an object, found a string");
     let err = JsValue::from(estimate_tokens(JsValue::NULL).unwrap_err());
     assert!(err.is_instance_of::<TypeError>());
 }

@@ -1,0 +1,9 @@
+//! Fuzzes the auto-detecting message parser: no input may panic, and whatever parses
+//! round-trips and repairs to a valid conversation.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+mod common;
+
+fuzz_target!(|data: &[u8]| common::check(data, None));

@@ -1,0 +1,136 @@
+//! A fast exact token counter for o200k_base and cl100k_base, held to equality with
+//! tiktoken (see `tests/bpe_equality.rs`).
+//!
+//! Where the time goes, and what this engine does instead of tiktoken-rs:
+//! - Pre-tokenizing: hand-written scanners ([`split`]) replace the backtracking regex; each
+//!   character is looked at a bounded number of times, so every input class is linear.
+//! - Vocabulary: `build.rs` writes each encoding's tokens (sorted, front-coded, ranks
+//!   bit-packed) into the binary; the first use of an encoding decodes them into one buffer
+//!   and a hash index ([`vocab`]). There is no base64 or text parsing, no decoder, no regex
+//!   compilation. An encoding never used is never decoded.
+//! - Merging: tiktoken's rank merge for short pieces, a heap merge for long ones
+//!   (O(n log n), so a megabyte of one letter is fast).
+//!
+//! Special-token text such as `<|endoftext|>` is counted as ordinary text, as
+//! [`crate::count_tokens`] does.
+
+mod class;
+mod split;
+mod vocab;
+
+use std::sync::OnceLock;
+
+use crate::count::{CountError, Encoding};
+use split::{Pattern, Pieces};
+use vocab::{Scratch, Source, Vocab};
+
+mod generated {
+    include!(concat!(env!("OUT_DIR"), "/bpe_consts.rs"));
+}
+
+#[cfg(feature = "o200k")]
+static O200K_SOURCE: Source = Source {
+    tokens: include_bytes!(concat!(env!("OUT_DIR"), "/o200k.tok")),
+    ranks: include_bytes!(concat!(env!("OUT_DIR"), "/o200k.rank")),
+    count: generated::O200K_TOKENS,
+    bytes: generated::O200K_BYTES,
+    rank_bits: generated::O200K_RANK_BITS,
+};
+
+#[cfg(feature = "cl100k")]
+static CL100K_SOURCE: Source = Source {
+    tokens: include_bytes!(concat!(env!("OUT_DIR"), "/cl100k.tok")),
+    ranks: include_bytes!(concat!(env!("OUT_DIR"), "/cl100k.rank")),
+    count: generated::CL100K_TOKENS,
+    bytes: generated::CL100K_BYTES,
+    rank_bits: generated::CL100K_RANK_BITS,
+};
+
+type Loaded = Result<Vocab, String>;
+
+fn source(encoding: Encoding) -> Option<Source> {
+    match encoding {
+        #[cfg(feature = "o200k")]
+        Encoding::O200kBase => Some(O200K_SOURCE),
+        #[cfg(feature = "cl100k")]
+        Encoding::Cl100kBase => Some(CL100K_SOURCE),
+        #[allow(unreachable_patterns)]
+        _ => None,
+    }
+}
+
+fn vocab(encoding: Encoding) -> Result<&'static Vocab, CountError> {
+    static O200K: OnceLock<Loaded> = OnceLock::new();
+    static CL100K: OnceLock<Loaded> = OnceLock::new();
+    let cell = match encoding {
+        Encoding::O200kBase => &O200K,
+        Encoding::Cl100kBase => &CL100K,
+    };
+    let loaded = cell.get_or_init(|| match source(encoding) {
+        Some(src) => Vocab::load(src),
+        None => Err("this build was made without the Cargo feature for it".into()),
+    });
+    loaded
+        .as_ref()
+        .map_err(|reason| CountError::TablesUnavailable {
+            encoding,
+            reason: reason.clone(),
+        })
+}
+
+fn pattern(encoding: Encoding) -> Pattern {
+    match encoding {
+        Encoding::O200kBase => Pattern::O200k,
+        Encoding::Cl100kBase => Pattern::Cl100k,
+    }
+}
+
+/// Loads `encoding`'s tables now rather than on first use. Idempotent.
+///
+/// # Errors
+/// [`CountError::TablesUnavailable`] if the encoding was left out of this build (Cargo
+/// features `o200k`, `cl100k`) or its tables are corrupt.
+pub fn load(encoding: Encoding) -> Result<(), CountError> {
+    vocab(encoding).map(|_| ())
+}
+
+/// The exact number of tokens `text` encodes to, equal to tiktoken's
+/// `encode_ordinary(text).len()`.
+///
+/// ```
+/// use context_keeper::{bpe, Encoding};
+/// assert_eq!(bpe::count("hello world", Encoding::O200kBase).unwrap(), 2);
+/// assert_eq!(bpe::count("<|endoftext|>", Encoding::Cl100kBase).unwrap(), 7);
+/// ```
+///
+/// # Errors
+/// As [`load`].
+pub fn count(text: &str, encoding: Encoding) -> Result<usize, CountError> {
+    if text.is_empty() {
+        return Ok(0);
+    }
+    let vocab = vocab(encoding)?;
+    let mut scratch = Scratch::default();
+    Ok(Pieces::new(text, pattern(encoding))
+        .map(|piece| vocab.count_piece(piece, &mut scratch))
+        .sum())
+}
+
+/// The ranks `text` encodes to, equal to tiktoken's `encode_ordinary(text)`.
+///
+/// # Errors
+/// As [`load`].
+pub fn encode(text: &str, encoding: Encoding) -> Result<Vec<u32>, CountError> {
+    let vocab = vocab(encoding)?;
+    let mut scratch = Scratch::default();
+    let mut out = Vec::with_capacity(text.len() / 4);
+    for piece in Pieces::new(text, pattern(encoding)) {
+        vocab.encode_piece(piece, &mut scratch, &mut out);
+    }
+    Ok(out)
+}
+
+/// The pre-tokenizer's pieces of `text`, for tests and diagnostics. Needs no tables.
+pub fn pieces(text: &str, encoding: Encoding) -> impl Iterator<Item = &[u8]> + '_ {
+    Pieces::new(text, pattern(encoding))
+}

@@ -1,0 +1,118 @@
+//! Which format a conversation is in, from the fields only one format uses.
+
+use serde_json::Value;
+
+use super::model::Format;
+
+/// The format of `input` (a message array, or an object with `messages`), from the fields only
+/// one format has; `None` when nothing tells them apart (plain string contents), in which case
+/// every format reads the input the same way and parsing uses OpenAI.
+///
+/// Each telling field is a vote and the most votes win; ties go to OpenAI, then Anthropic.
+///
+/// ```
+/// use context_keeper::messages::{detect_format, Format};
+/// let anthropic = serde_json::json!([{"role": "assistant", "content": [
+///     {"type": "tool_use", "id": "toolu_1", "name": "ls", "input": {}}]}]);
+/// assert_eq!(detect_format(&anthropic), Some(Format::Anthropic));
+/// assert_eq!(detect_format(&serde_json::json!([{"role": "user", "content": "hi"}])), None);
+/// ```
+pub fn detect_format(input: &Value) -> Option<Format> {
+    let mut votes = Votes::default();
+    let messages = match input {
+        Value::Array(list) => list,
+        Value::Object(envelope) => {
+            match envelope.get("system") {
+                // NOTE: a top-level system is Anthropic's shape (AI SDK's generateText takes one
+                // too, but only as a string).
+                Some(Value::Array(_)) => votes.anthropic += 2,
+                Some(Value::String(_)) => votes.anthropic += 1,
+                _ => {}
+            }
+            match envelope.get("messages") {
+                Some(Value::Array(list)) => list,
+                _ => return votes.winner(),
+            }
+        }
+        _ => return None,
+    };
+    for message in messages {
+        let Value::Object(obj) = message else {
+            continue;
+        };
+        match obj.get("role").and_then(Value::as_str) {
+            Some("developer" | "function") => votes.openai += 1,
+            Some("tool") => {
+                if obj.contains_key("tool_call_id") {
+                    votes.openai += 1;
+                }
+                if obj.get("content").is_some_and(Value::is_array) {
+                    votes.aisdk += 1;
+                }
+            }
+            _ => {}
+        }
+        if obj.contains_key("tool_calls") || obj.contains_key("function_call") {
+            votes.openai += 1;
+        }
+        if obj.contains_key("providerOptions") || obj.contains_key("experimental_providerMetadata")
+        {
+            votes.aisdk += 1;
+        }
+        let Some(Value::Array(parts)) = obj.get("content") else {
+            continue;
+        };
+        for part in parts {
+            let Value::Object(part) = part else { continue };
+            if part.contains_key("providerOptions") {
+                votes.aisdk += 1;
+            }
+            match part.get("type").and_then(Value::as_str) {
+                Some(
+                    "tool_use"
+                    | "tool_result"
+                    | "thinking"
+                    | "redacted_thinking"
+                    | "document"
+                    | "server_tool_use"
+                    | "web_search_tool_result"
+                    | "search_result",
+                ) => votes.anthropic += 1,
+                Some("image_url" | "input_audio" | "refusal") => votes.openai += 1,
+                Some("tool-call" | "tool-result" | "reasoning" | "redacted-reasoning") => {
+                    votes.aisdk += 1
+                }
+                Some("image") if part.contains_key("source") => votes.anthropic += 1,
+                Some("image") if part.contains_key("image") => votes.aisdk += 1,
+                Some("file") if part.contains_key("file") => votes.openai += 1,
+                Some("file") if part.contains_key("data") || part.contains_key("mediaType") => {
+                    votes.aisdk += 1
+                }
+                _ => {}
+            }
+        }
+    }
+    votes.winner()
+}
+
+#[derive(Default)]
+struct Votes {
+    openai: u64,
+    anthropic: u64,
+    aisdk: u64,
+}
+
+impl Votes {
+    fn winner(&self) -> Option<Format> {
+        let best = self.openai.max(self.anthropic).max(self.aisdk);
+        if best == 0 {
+            None
+        } else if self.openai == best {
+            Some(Format::OpenAi)
+        } else if self.anthropic == best {
+            Some(Format::Anthropic)
+        } else {
+            Some(Format::AiSdk)
+        }
+    }
+}

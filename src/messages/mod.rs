@@ -1,0 +1,290 @@
+//! One message model for OpenAI Chat Completions, Anthropic Messages and Vercel AI SDK
+//! conversations: read them, check their tool pairing, repair them, and write them back in the
+//! same format, byte for byte where nothing was edited.
+//!
+//! The input is the array of messages, or a request object holding it under `messages`
+//! (Anthropic's `{system, messages, ...}` keeps its system prompt that way). Every function
+//! takes a [`serde_json::Value`] or a JSON string, plus [`MessagesOptions`].
+//!
+//! ```
+//! use context_keeper::messages::{repair_messages, validate_messages, MessagesOptions, ProblemKind};
+//! let input = serde_json::json!([
+//!     {"role": "user", "content": "list files"},
+//!     {"role": "assistant", "content": null, "tool_calls": [
+//!         {"id": "call_1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}]},
+//!     {"role": "user", "content": "thanks"}
+//! ]);
+//! let options = MessagesOptions::default();
+//! let problems = validate_messages(&input, &options).unwrap();
+//! assert_eq!(problems[0].kind, ProblemKind::MissingResult);
+//! let repaired = repair_messages(&input, &options).unwrap();
+//! assert_eq!(repaired.messages[2]["content"], "[no result recorded]");
+//! assert!(validate_messages(&repaired.messages, &options).unwrap().is_empty());
+//! ```
+//!
+//! Limits: JSON text nests at most 128 levels (serde_json's limit, an error, not a crash);
+//! nothing here recurses on the depth of the input, and every pass is linear in its size.
+//! A `Value` built elsewhere with deeper nesting is the caller's risk: serde_json clones and
+//! drops values recursively.
+
+mod aisdk;
+mod anthropic;
+mod compaction;
+mod detect;
+mod error;
+mod model;
+mod openai;
+mod pairing;
+mod repair;
+mod validate;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use compaction::{CompactionMarker, COMPACTION_TAG};
+pub use detect::detect_format;
+pub use error::{ParseError, ParseErrorKind};
+pub use model::{
+    Conversation, EditError, Format, Message, Part, PartKind, Role, Segment, ToolInput,
+};
+pub use pairing::{
+    pair_tools, DuplicateCall, PairingGraph, PartRef, StrayReason, StrayResult, ToolExchange,
+    ToolLink,
+};
+pub use repair::{repair_conversation, RepairAction, RepairKind, Repaired, STUB_RESULT_TEXT};
+pub use validate::{validate_conversation, Problem, ProblemKind};
+
+use model::{Form, Part as ModelPart, PartInfo, Slot};
+
+/// Options for reading, validating and repairing messages. From JS: `{ format?, allowPendingCalls? }`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct MessagesOptions {
+    /// The input's format; when absent it is detected ([`detect_format`]), and plain
+    /// conversations that every format reads alike are read as OpenAI.
+    pub format: Option<Format>,
+    /// Accept tool calls without results when only results follow them (the host is about to
+    /// run the tools). Default `false`.
+    pub allow_pending_calls: bool,
+}
+
+/// Reads a conversation, cloning `input`.
+///
+/// Errors name the place: `messages[12].content[3].tool_use_id: expected a string, found a
+/// number`. Part types this crate does not know are kept as they are, not an error.
+pub fn parse_messages(
+    input: &Value,
+    options: &MessagesOptions,
+) -> Result<Conversation, ParseError> {
+    parse_messages_value(input.clone(), options)
+}
+
+/// Reads a conversation from JSON text.
+pub fn parse_messages_str(
+    json: &str,
+    options: &MessagesOptions,
+) -> Result<Conversation, ParseError> {
+    parse_messages_value(parse_json(json)?, options)
+}
+
+/// Reads a conversation, taking ownership of `input` (no copy).
+pub fn parse_messages_value(
+    input: Value,
+    options: &MessagesOptions,
+) -> Result<Conversation, ParseError> {
+    let format = options
+        .format
+        .or_else(|| detect_format(&input))
+        .unwrap_or(Format::OpenAi);
+    let (mut envelope, list) = match input {
+        Value::Array(list) => (None, list),
+        Value::Object(mut envelope) => match envelope.get_mut("messages") {
+            Some(Value::Array(list)) => {
+                let list = std::mem::take(list);
+                (Some(envelope), list)
+            }
+            other => {
+                return Err(ParseError::expected(
+                    "messages",
+                    "an array",
+                    other.map(|v| &*v),
+                ))
+            }
+        },
+        other => return Err(ParseError::expected("messages", "an array", Some(&other))),
+    };
+    let mut system = None;
+    if let Some(envelope) = envelope.as_mut() {
+        let parse_system: Option<fn(Value) -> Result<Message, ParseError>> = match format {
+            Format::Anthropic => Some(anthropic::parse_system),
+            Format::AiSdk => Some(aisdk::parse_system),
+            Format::OpenAi => None,
+        };
+        if let (Some(parse), Some(value)) = (
+            parse_system,
+            envelope.get_mut("system").filter(|v| !v.is_null()),
+        ) {
+            system = Some(parse(std::mem::take(value)).map_err(|e| e.under("system"))?);
+        }
+    }
+    let parse_message: fn(Value) -> Result<Message, ParseError> = match format {
+        Format::OpenAi => openai::parse_message,
+        Format::Anthropic => anthropic::parse_message,
+        Format::AiSdk => aisdk::parse_message,
+    };
+    let mut messages = Vec::with_capacity(list.len());
+    for (i, value) in list.into_iter().enumerate() {
+        messages.push(parse_message(value).map_err(|e| e.under(format_args!("messages[{i}]")))?);
+    }
+    Ok(Conversation {
+        format,
+        envelope,
+        system,
+        messages,
+    })
+}
+
+/// Reads a message's `content` (already taken out of it) into parts.
+pub(crate) fn parse_content(
+    format: Format,
+    content: Option<Value>,
+    item: fn(&Value) -> Result<PartInfo, ParseError>,
+) -> Result<(Form, Vec<ModelPart>), ParseError> {
+    match content {
+        None => Ok((Form::Absent, Vec::new())),
+        Some(Value::Null) => Ok((Form::Null, Vec::new())),
+        Some(Value::String(s)) => Ok((Form::String, vec![ModelPart::content_string(format, s)])),
+        Some(Value::Array(items)) => {
+            let mut parts = Vec::with_capacity(items.len());
+            for (j, value) in items.into_iter().enumerate() {
+                let info = item(&value).map_err(|e| e.under(format_args!(".content[{j}]")))?;
+                parts.push(ModelPart::from_info(format, Slot::Item, info, value));
+            }
+            Ok((Form::Array, parts))
+        }
+        Some(other) => Err(ParseError::expected(
+            ".content",
+            "a string or an array",
+            Some(&other),
+        )),
+    }
+}
+
+/// Every problem a provider would reject, ordered by message; empty when the conversation is
+/// valid. See [`ProblemKind`] for the checks.
+///
+/// ```
+/// use context_keeper::messages::{validate_messages, MessagesOptions, ProblemKind};
+/// let input = serde_json::json!([
+///     {"role": "tool", "tool_call_id": "call_9", "content": "42"},
+///     {"role": "user", "content": "hi"}
+/// ]);
+/// let problems = validate_messages(&input, &MessagesOptions::default()).unwrap();
+/// assert_eq!(problems[0].kind, ProblemKind::OrphanResult);
+/// assert_eq!((problems[0].message_index, problems[0].id.as_deref()), (0, Some("call_9")));
+/// ```
+pub fn validate_messages(
+    input: &Value,
+    options: &MessagesOptions,
+) -> Result<Vec<Problem>, ParseError> {
+    Ok(validate_conversation(
+        &parse_messages(input, options)?,
+        options,
+    ))
+}
+
+/// [`validate_messages`] on JSON text.
+pub fn validate_messages_str(
+    json: &str,
+    options: &MessagesOptions,
+) -> Result<Vec<Problem>, ParseError> {
+    Ok(validate_conversation(
+        &parse_messages_str(json, options)?,
+        options,
+    ))
+}
+
+/// Repairs a conversation with the fewest edits; see [`repair_conversation`].
+pub fn repair_messages(input: &Value, options: &MessagesOptions) -> Result<Repaired, ParseError> {
+    repair_messages_value(input.clone(), options)
+}
+
+/// [`repair_messages`] on JSON text.
+pub fn repair_messages_str(json: &str, options: &MessagesOptions) -> Result<Repaired, ParseError> {
+    repair_messages_value(parse_json(json)?, options)
+}
+
+/// [`repair_messages`], taking ownership of `input`.
+pub fn repair_messages_value(
+    input: Value,
+    options: &MessagesOptions,
+) -> Result<Repaired, ParseError> {
+    let conv = parse_messages_value(input, options)?;
+    let (conv, report, unrepaired) = repair_conversation(conv, options);
+    Ok(Repaired {
+        messages: conv.into_value(),
+        report,
+        unrepaired,
+    })
+}
+
+/// JSON text to a value. A lone UTF-16 surrogate escape (`"\ud800"`, which
+/// `JSON.stringify` writes for a JS string holding one) reads as U+FFFD, as a provider would
+/// read it, instead of failing the whole conversation.
+pub(crate) fn parse_json(text: &str) -> Result<Value, ParseError> {
+    serde_json::from_str(text).or_else(|err| match replace_lone_surrogates(text) {
+        Some(fixed) => serde_json::from_str(&fixed).map_err(|e| ParseError::json(&e)),
+        None => Err(ParseError::json(&err)),
+    })
+}
+
+/// Rewrites every `\uXXXX` escape of an unpaired surrogate as `\uFFFD`, in one pass; `None`
+/// when there is none.
+// NOTE: backslashes only occur inside JSON strings, so every one starts an escape and the
+// scan needs no string tracking.
+fn replace_lone_surrogates(text: &str) -> Option<String> {
+    fn hex4(text: &str, at: usize) -> Option<u16> {
+        let digits = text.get(at..at + 4)?;
+        if !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        u16::from_str_radix(digits, 16).ok()
+    }
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let (mut i, mut copied) = (0, 0);
+    while let Some(&b) = bytes.get(i) {
+        if b != b'\\' {
+            i += 1;
+            continue;
+        }
+        if bytes.get(i + 1) != Some(&b'u') {
+            i += 2;
+            continue;
+        }
+        let lone = match hex4(text, i + 2) {
+            Some(0xD800..=0xDBFF) => {
+                let escape = bytes.get(i + 6) == Some(&b'\\') && bytes.get(i + 7) == Some(&b'u');
+                let low = if escape { hex4(text, i + 8) } else { None };
+                if matches!(low, Some(0xDC00..=0xDFFF)) {
+                    i += 12;
+                    continue;
+                }
+                true
+            }
+            Some(0xDC00..=0xDFFF) => true,
+            _ => false,
+        };
+        if lone {
+            out.push_str(text.get(copied..i).unwrap_or_default());
+            out.push_str("\\uFFFD");
+            copied = i + 6;
+        }
+        i += 6;
+    }
+    if copied == 0 {
+        return None;
+    }
+    out.push_str(text.get(copied..).unwrap_or_default());
+    Some(out)
+}

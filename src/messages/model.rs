@@ -1,0 +1,789 @@
+//! The one message model every format is read into and written back from.
+//!
+//! A [`Conversation`] is a list of [`Message`]s, each a role and ordered [`Part`]s. Every part
+//! owns the exact JSON it was read from, and every message keeps its own object minus the fields
+//! its parts were taken from; writing puts the parts back where they came from. So an untouched
+//! message is written back exactly as it was read (same keys, same order, same values), and an
+//! edited part changes only the fields the edit names.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use super::compaction::{CompactionMarker, COMPACTION_TAG};
+
+/// A message format: the JSON shape one SDK uses for a conversation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Format {
+    /// OpenAI Chat Completions (`messages` of the `/v1/chat/completions` request).
+    #[serde(rename = "openai")]
+    OpenAi,
+    /// Anthropic Messages (`messages`, and `system`, of the `/v1/messages` request).
+    #[serde(rename = "anthropic")]
+    Anthropic,
+    /// Vercel AI SDK `ModelMessage` (v5; also the v4 `args`/`result` names).
+    #[serde(rename = "aisdk", alias = "ai-sdk")]
+    AiSdk,
+}
+
+impl Format {
+    /// Every format, in the order detection breaks ties.
+    pub const ALL: [Format; 3] = [Format::OpenAi, Format::Anthropic, Format::AiSdk];
+
+    /// The name used in options and reports: `openai`, `anthropic` or `aisdk`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Format::OpenAi => "openai",
+            Format::Anthropic => "anthropic",
+            Format::AiSdk => "aisdk",
+        }
+    }
+
+    /// The format a name in options means (`ai-sdk` also reads as `aisdk`).
+    pub fn from_name(name: &str) -> Option<Format> {
+        match name {
+            "ai-sdk" => Some(Format::AiSdk),
+            _ => Format::ALL.into_iter().find(|f| f.name() == name),
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Who a message is from. Each format accepts a subset; see the adapters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Instructions (OpenAI, AI SDK; Anthropic's top-level `system` is read as one too).
+    System,
+    /// OpenAI's name for system instructions to reasoning models.
+    Developer,
+    /// The user; in Anthropic also the carrier of tool results.
+    User,
+    /// The model.
+    Assistant,
+    /// A tool result (OpenAI, AI SDK).
+    Tool,
+    /// OpenAI's legacy function result.
+    Function,
+}
+
+impl Role {
+    /// The role as the formats spell it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Role::System => "system",
+            Role::Developer => "developer",
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::Tool => "tool",
+            Role::Function => "function",
+        }
+    }
+}
+
+/// What a part holds; the categories counting and pruning work with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum PartKind {
+    /// Text (also OpenAI's `refusal`).
+    Text,
+    /// An image.
+    Image,
+    /// A file, document or audio attachment.
+    File,
+    /// Model reasoning with readable text (Anthropic `thinking`, AI SDK `reasoning`).
+    Reasoning,
+    /// Encrypted reasoning (Anthropic `redacted_thinking`, AI SDK v4 `redacted-reasoning`).
+    RedactedReasoning,
+    /// A tool call: id, name, input.
+    ToolCall,
+    /// A tool result: the id of the call it answers, content, error flag.
+    ToolResult,
+    /// A text part written by [`Message::compaction`]: the summary of archived messages.
+    Compaction,
+    /// A part type this crate does not know; kept and written back as it is.
+    Unknown,
+}
+
+/// Where a part's JSON sits in its message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Slot {
+    /// The message's `content` is a string and this part is that string.
+    Content,
+    /// One element of the message's `content` array.
+    Item,
+    /// One element of OpenAI's `tool_calls`.
+    ToolCall,
+    /// OpenAI's legacy `function_call`.
+    FunctionCall,
+    /// The whole message object (OpenAI `tool` and `function` messages).
+    Whole,
+}
+
+/// What a message field held before its parts were taken out, to write the same shape back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Form {
+    Absent,
+    Null,
+    String,
+    Array,
+}
+
+/// A tool call's input, as the format holds it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ToolInput<'a> {
+    /// A JSON value (Anthropic `input`, AI SDK `input`/`args`).
+    Json(&'a Value),
+    /// A string, JSON by convention (OpenAI `arguments`, custom tools' `input`).
+    Text(&'a str),
+}
+
+/// One piece of a tool result's content.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Segment<'a> {
+    /// Text.
+    Text(&'a str),
+    /// A JSON value the model reads serialized (AI SDK `json` outputs, unknown blocks).
+    Json(&'a Value),
+    /// An image or file block, as JSON.
+    Media(&'a Value),
+}
+
+/// An edit that does not apply to the part it was asked of.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum EditError {
+    /// The edit is for another kind of part.
+    #[error("{op} does not apply to a {kind:?} part")]
+    WrongKind {
+        /// The edit.
+        op: &'static str,
+        /// The part's kind.
+        kind: PartKind,
+    },
+    /// The tool call's input is not a JSON object, so it has no fields to replace.
+    #[error("the tool call's input is not a JSON object")]
+    InputNotObject,
+}
+
+/// What an adapter learned about a part while checking its shape.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PartInfo {
+    pub kind: Option<PartKind>,
+    pub text_key: Option<&'static str>,
+    pub id: Option<String>,
+    pub name: Option<String>,
+    pub is_error: bool,
+}
+
+impl PartInfo {
+    pub fn of(kind: PartKind) -> Self {
+        PartInfo {
+            kind: Some(kind),
+            ..PartInfo::default()
+        }
+    }
+
+    /// A text part whose text is at `key`; a compaction marker if the text says so.
+    pub fn text(text: &str, key: &'static str) -> Self {
+        PartInfo {
+            kind: Some(kind_of_text(text)),
+            text_key: Some(key),
+            ..PartInfo::default()
+        }
+    }
+
+    pub fn key(mut self, key: &'static str) -> Self {
+        self.text_key = Some(key);
+        self
+    }
+
+    pub fn id(mut self, id: Option<&str>) -> Self {
+        self.id = id.map(str::to_owned);
+        self
+    }
+
+    pub fn name(mut self, name: Option<&str>) -> Self {
+        self.name = name.map(str::to_owned);
+        self
+    }
+
+    pub fn error(mut self, is_error: bool) -> Self {
+        self.is_error = is_error;
+        self
+    }
+}
+
+pub(crate) fn kind_of_text(text: &str) -> PartKind {
+    if text.starts_with(COMPACTION_TAG) {
+        PartKind::Compaction
+    } else {
+        PartKind::Text
+    }
+}
+
+/// One part of a message, with the JSON it was read from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Part {
+    pub(crate) kind: PartKind,
+    pub(crate) format: Format,
+    pub(crate) slot: Slot,
+    pub(crate) text_key: Option<&'static str>,
+    pub(crate) id: Option<String>,
+    pub(crate) name: Option<String>,
+    pub(crate) is_error: bool,
+    pub(crate) raw: Value,
+}
+
+impl Part {
+    pub(crate) fn from_info(format: Format, slot: Slot, info: PartInfo, raw: Value) -> Part {
+        Part {
+            kind: info.kind.unwrap_or(PartKind::Unknown),
+            format,
+            slot,
+            text_key: info.text_key,
+            id: info.id,
+            name: info.name,
+            is_error: info.is_error,
+            raw,
+        }
+    }
+
+    /// The part a message's string `content` becomes.
+    pub(crate) fn content_string(format: Format, text: String) -> Part {
+        Part {
+            kind: kind_of_text(&text),
+            format,
+            slot: Slot::Content,
+            text_key: None,
+            id: None,
+            name: None,
+            is_error: false,
+            raw: Value::String(text),
+        }
+    }
+
+    /// What the part holds.
+    pub fn kind(&self) -> PartKind {
+        self.kind
+    }
+
+    /// The format the part was read in.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// The JSON the part was read from: the block or part object; the string itself when the
+    /// message's `content` was a string; for an OpenAI `tool` or `function` message, the whole
+    /// message.
+    pub fn raw(&self) -> &Value {
+        &self.raw
+    }
+
+    /// For a tool call its id; for a tool result the id of the call it answers. `None` for
+    /// OpenAI's legacy `function_call`, which has no id.
+    pub fn call_id(&self) -> Option<&str> {
+        self.id.as_deref()
+    }
+
+    /// The tool's name, for a tool call, and for a tool result when the format records it.
+    pub fn tool_name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// Whether a tool result is marked as an error (`is_error`, `isError`, `error-*` outputs).
+    pub fn is_error(&self) -> bool {
+        self.is_error
+    }
+
+    /// The text of a text, reasoning or compaction part.
+    pub fn text(&self) -> Option<&str> {
+        if self.slot == Slot::Content {
+            return self.raw.as_str();
+        }
+        self.raw.get(self.text_key?)?.as_str()
+    }
+
+    /// A tool call's input.
+    pub fn tool_input(&self) -> Option<ToolInput<'_>> {
+        if self.kind != PartKind::ToolCall {
+            return None;
+        }
+        match self.format {
+            Format::OpenAi => {
+                let text = match self.slot {
+                    Slot::FunctionCall => self.raw.get("arguments"),
+                    _ => (self.raw.get("function").and_then(|f| f.get("arguments")))
+                        .or_else(|| self.raw.get("custom").and_then(|c| c.get("input"))),
+                };
+                text.and_then(Value::as_str).map(ToolInput::Text)
+            }
+            Format::Anthropic => self.raw.get("input").map(ToolInput::Json),
+            Format::AiSdk => self
+                .raw
+                .get("input")
+                .or_else(|| self.raw.get("args"))
+                .map(ToolInput::Json),
+        }
+    }
+
+    /// A tool result's content, in order.
+    pub fn result_content(&self) -> Vec<Segment<'_>> {
+        let mut out = Vec::new();
+        if self.kind != PartKind::ToolResult {
+            return out;
+        }
+        match self.format {
+            Format::OpenAi | Format::Anthropic => match self.raw.get("content") {
+                Some(Value::String(s)) => out.push(Segment::Text(s)),
+                Some(Value::Array(items)) => out.extend(items.iter().map(block_segment)),
+                _ => {}
+            },
+            Format::AiSdk => {
+                if let Some(output) = self.raw.get("output") {
+                    let value = output.get("value");
+                    match (output.get("type").and_then(Value::as_str), value) {
+                        (Some("text" | "error-text"), Some(Value::String(s))) => {
+                            out.push(Segment::Text(s));
+                        }
+                        (Some("json" | "error-json"), Some(v)) => out.push(Segment::Json(v)),
+                        (Some("content"), Some(Value::Array(items))) => {
+                            out.extend(items.iter().map(block_segment));
+                        }
+                        _ => out.push(Segment::Json(output)),
+                    }
+                } else if let Some(result) = self.raw.get("result") {
+                    out.push(match result {
+                        Value::String(s) => Segment::Text(s),
+                        other => Segment::Json(other),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    /// The marker, if this part is a compaction marker.
+    pub fn compaction_marker(&self) -> Option<CompactionMarker> {
+        if self.kind != PartKind::Compaction {
+            return None;
+        }
+        CompactionMarker::from_text(self.text()?)
+    }
+
+    /// Replaces the text of a text or compaction part.
+    ///
+    /// ```
+    /// use context_keeper::messages::{parse_messages, MessagesOptions};
+    /// let input = serde_json::json!([{"role": "user", "content": "hi", "x": 1}]);
+    /// let mut conv = parse_messages(&input, &MessagesOptions::default()).unwrap();
+    /// conv.messages_mut()[0].parts_mut()[0].set_text("hello").unwrap();
+    /// assert_eq!(conv.into_value(), serde_json::json!([{"role": "user", "content": "hello", "x": 1}]));
+    /// ```
+    pub fn set_text(&mut self, text: impl Into<String>) -> Result<(), EditError> {
+        if !matches!(self.kind, PartKind::Text | PartKind::Compaction) {
+            return Err(EditError::WrongKind {
+                op: "set_text",
+                kind: self.kind,
+            });
+        }
+        let text = text.into();
+        self.kind = kind_of_text(&text);
+        if self.slot == Slot::Content {
+            self.raw = Value::String(text);
+            return Ok(());
+        }
+        let key = self.text_key.unwrap_or("text");
+        let obj = obj_mut(&mut self.raw, "set_text", self.kind)?;
+        put(obj, key, Some(Value::String(text)));
+        Ok(())
+    }
+
+    /// Replaces a tool result's content with one text, keeping the error flag and every other
+    /// field. AI SDK results get a `text` (or `error-text`) output, or a string `result` when
+    /// they used the v4 name.
+    pub fn set_result_text(&mut self, text: impl Into<String>) -> Result<(), EditError> {
+        if self.kind != PartKind::ToolResult {
+            return Err(EditError::WrongKind {
+                op: "set_result_text",
+                kind: self.kind,
+            });
+        }
+        let text = Value::String(text.into());
+        let (format, is_error, kind) = (self.format, self.is_error, self.kind);
+        let obj = obj_mut(&mut self.raw, "set_result_text", kind)?;
+        match format {
+            Format::OpenAi | Format::Anthropic => put(obj, "content", Some(text)),
+            Format::AiSdk if obj.contains_key("output") || !obj.contains_key("result") => {
+                let ty = if is_error { "error-text" } else { "text" };
+                put(obj, "output", Some(json!({ "type": ty, "value": text })));
+            }
+            Format::AiSdk => put(obj, "result", Some(text)),
+        }
+        Ok(())
+    }
+
+    /// Replaces one field of a tool call's input object (for example a file-write tool's
+    /// `content` argument), keeping the other fields. OpenAI's `arguments` string is parsed,
+    /// edited and serialized again.
+    pub fn set_input_field(&mut self, field: &str, value: Value) -> Result<(), EditError> {
+        if self.kind != PartKind::ToolCall {
+            return Err(EditError::WrongKind {
+                op: "set_input_field",
+                kind: self.kind,
+            });
+        }
+        let (format, slot, kind) = (self.format, self.slot, self.kind);
+        let obj = obj_mut(&mut self.raw, "set_input_field", kind)?;
+        match format {
+            Format::OpenAi => {
+                let holder = match slot {
+                    Slot::FunctionCall => Some(obj),
+                    _ => match obj.get_mut("function") {
+                        Some(Value::Object(f)) => Some(f),
+                        _ => None,
+                    },
+                };
+                let Some(holder) = holder else {
+                    return Err(EditError::InputNotObject);
+                };
+                let args = holder
+                    .get("arguments")
+                    .and_then(Value::as_str)
+                    .unwrap_or("{}");
+                let mut parsed: Map<String, Value> =
+                    serde_json::from_str(args).map_err(|_| EditError::InputNotObject)?;
+                put(&mut parsed, field, Some(value));
+                let text = serde_json::to_string(&parsed).map_err(|_| EditError::InputNotObject)?;
+                put(holder, "arguments", Some(Value::String(text)));
+            }
+            Format::Anthropic | Format::AiSdk => {
+                let key = if format == Format::AiSdk
+                    && !obj.contains_key("input")
+                    && obj.contains_key("args")
+                {
+                    "args"
+                } else {
+                    "input"
+                };
+                match obj.get_mut(key) {
+                    Some(Value::Object(input)) => put(input, field, Some(value)),
+                    _ => return Err(EditError::InputNotObject),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Changes the id of a tool call, or the id a tool result answers.
+    pub(crate) fn set_call_id(&mut self, id: &str) {
+        let key = match (self.format, self.kind) {
+            (Format::OpenAi, PartKind::ToolCall) => "id",
+            (Format::OpenAi, _) => "tool_call_id",
+            (Format::Anthropic, PartKind::ToolCall) => "id",
+            (Format::Anthropic, _) => "tool_use_id",
+            (Format::AiSdk, _) => "toolCallId",
+        };
+        if self.id.is_none() {
+            return; // NOTE: legacy function calls pair by position and have no id to change.
+        }
+        if let Value::Object(obj) = &mut self.raw {
+            put(obj, key, Some(Value::String(id.to_owned())));
+            self.id = Some(id.to_owned());
+        }
+    }
+
+    /// The JSON this part has as an element of a content array.
+    fn into_item_raw(self) -> Value {
+        match self.slot {
+            Slot::Content => json!({ "type": "text", "text": self.raw }),
+            _ => self.raw,
+        }
+    }
+
+    /// The part as an element of a content array (a string content becomes a text block).
+    pub(crate) fn into_item(self) -> Part {
+        let format = self.format;
+        match self.slot {
+            Slot::Content => Part {
+                slot: Slot::Item,
+                text_key: Some("text"),
+                raw: json!({ "type": "text", "text": self.raw }),
+                format,
+                ..self
+            },
+            _ => self,
+        }
+    }
+}
+
+fn block_segment(item: &Value) -> Segment<'_> {
+    match (item.get("type").and_then(Value::as_str), item.get("text")) {
+        (Some("text"), Some(Value::String(s))) => Segment::Text(s),
+        (
+            Some(
+                "image" | "image_url" | "document" | "file" | "media" | "image-data" | "file-data",
+            ),
+            _,
+        ) => Segment::Media(item),
+        _ => Segment::Json(item),
+    }
+}
+
+fn obj_mut<'a>(
+    raw: &'a mut Value,
+    op: &'static str,
+    kind: PartKind,
+) -> Result<&'a mut Map<String, Value>, EditError> {
+    match raw {
+        Value::Object(obj) => Ok(obj),
+        _ => Err(EditError::WrongKind { op, kind }),
+    }
+}
+
+/// Sets `key` in place (keeping its position) or appends it; `None` removes it, keeping the
+/// order of the others.
+pub(crate) fn put(map: &mut Map<String, Value>, key: &str, value: Option<Value>) {
+    match value {
+        Some(v) => match map.get_mut(key) {
+            Some(slot) => *slot = v,
+            None => {
+                map.insert(key.to_owned(), v);
+            }
+        },
+        None => {
+            map.shift_remove(key);
+        }
+    }
+}
+
+/// One message: a role and ordered parts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Message {
+    pub(crate) role: Role,
+    pub(crate) format: Format,
+    /// The message object, with the fields the parts were taken from left as `null`
+    /// placeholders at their positions.
+    pub(crate) skeleton: Map<String, Value>,
+    pub(crate) content: Form,
+    pub(crate) tool_calls: Form,
+    pub(crate) parts: Vec<Part>,
+}
+
+impl Message {
+    /// A message whose whole object is one part (OpenAI `tool` and `function` messages).
+    pub(crate) fn whole(format: Format, role: Role, part: Part) -> Message {
+        Message {
+            role,
+            format,
+            skeleton: Map::new(),
+            content: Form::Absent,
+            tool_calls: Form::Absent,
+            parts: vec![part],
+        }
+    }
+
+    /// A new message with array content made of `parts` (which must be content items).
+    pub(crate) fn with_parts(format: Format, role: Role, parts: Vec<Part>) -> Message {
+        let mut skeleton = Map::new();
+        skeleton.insert("role".to_owned(), Value::String(role.name().to_owned()));
+        skeleton.insert("content".to_owned(), Value::Null);
+        Message {
+            role,
+            format,
+            skeleton,
+            content: Form::Array,
+            tool_calls: Form::Absent,
+            parts,
+        }
+    }
+
+    /// A new message with string content.
+    pub fn text(format: Format, role: Role, text: impl Into<String>) -> Message {
+        let mut skeleton = Map::new();
+        skeleton.insert("role".to_owned(), Value::String(role.name().to_owned()));
+        skeleton.insert("content".to_owned(), Value::Null);
+        let part = Part::content_string(format, text.into());
+        Message {
+            role,
+            format,
+            skeleton,
+            content: Form::String,
+            tool_calls: Form::Absent,
+            parts: vec![part],
+        }
+    }
+
+    /// A user message holding a compaction marker, valid in every format.
+    pub fn compaction(format: Format, marker: &CompactionMarker) -> Message {
+        Message::text(format, Role::User, marker.to_text())
+    }
+
+    /// Who the message is from.
+    pub fn role(&self) -> Role {
+        self.role
+    }
+
+    /// The format the message was read in.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// The parts, in order: content first, then OpenAI's `tool_calls` and `function_call`.
+    pub fn parts(&self) -> &[Part] {
+        &self.parts
+    }
+
+    /// The parts, for in-place edits ([`Part::set_text`], [`Part::set_result_text`],
+    /// [`Part::set_input_field`]).
+    pub fn parts_mut(&mut self) -> &mut [Part] {
+        &mut self.parts
+    }
+
+    /// Whether the message holds at least one tool call.
+    pub fn has_tool_calls(&self) -> bool {
+        self.parts.iter().any(|p| p.kind == PartKind::ToolCall)
+    }
+
+    pub(crate) fn is_whole(&self) -> bool {
+        self.parts.iter().any(|p| p.slot == Slot::Whole)
+    }
+
+    /// The message as JSON in its format.
+    pub fn to_value(&self) -> Value {
+        self.clone().into_value()
+    }
+
+    /// The message as JSON in its format, consuming it.
+    pub fn into_value(self) -> Value {
+        let Message {
+            mut skeleton,
+            content,
+            tool_calls,
+            parts,
+            ..
+        } = self;
+        let mut items = Vec::new();
+        let mut calls = Vec::new();
+        let mut function_call = None;
+        for part in parts {
+            match part.slot {
+                Slot::Whole => return part.raw,
+                Slot::Content | Slot::Item => items.push(part),
+                Slot::ToolCall => calls.push(part.raw),
+                Slot::FunctionCall => function_call = Some(part.raw),
+            }
+        }
+        put(&mut skeleton, "content", content_value(items, content));
+        // NOTE: `tool_calls` is only ours when it was read as OpenAI calls or calls were added;
+        // anywhere else it is an unknown field and stays as it is.
+        if !calls.is_empty() || tool_calls != Form::Absent {
+            let calls = match (calls.is_empty(), tool_calls) {
+                (true, Form::Null) => Value::Null,
+                _ => Value::Array(calls),
+            };
+            put(&mut skeleton, "tool_calls", Some(calls));
+        }
+        if function_call.is_some() {
+            put(&mut skeleton, "function_call", function_call);
+        }
+        Value::Object(skeleton)
+    }
+
+    /// The value of `content` alone (Anthropic's top-level `system`).
+    pub(crate) fn into_content_value(self) -> Option<Value> {
+        content_value(self.parts, self.content)
+    }
+}
+
+fn content_value(items: Vec<Part>, form: Form) -> Option<Value> {
+    if items.is_empty() {
+        return match form {
+            Form::Absent => None,
+            Form::Null => Some(Value::Null),
+            Form::String => Some(Value::String(String::new())),
+            Form::Array => Some(Value::Array(Vec::new())),
+        };
+    }
+    if items.len() == 1 && items.first().is_some_and(|p| p.slot == Slot::Content) {
+        return items.into_iter().next().map(|p| p.raw);
+    }
+    Some(Value::Array(
+        items.into_iter().map(Part::into_item_raw).collect(),
+    ))
+}
+
+/// A conversation read from one of the [`Format`]s.
+///
+/// The input is either the array of messages, or an object holding it under `messages` (a
+/// request body such as Anthropic's `{system, messages, ...}`). Writing gives back the same
+/// shape; every other field of the object is kept as it was.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Conversation {
+    pub(crate) format: Format,
+    pub(crate) envelope: Option<Map<String, Value>>,
+    pub(crate) system: Option<Message>,
+    pub(crate) messages: Vec<Message>,
+}
+
+impl Conversation {
+    /// The format the conversation was read in, and is written back in.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// The top-level `system` of an Anthropic or AI SDK request object, as a system message.
+    pub fn system(&self) -> Option<&Message> {
+        self.system.as_ref()
+    }
+
+    /// The top-level system prompt, for edits.
+    pub fn system_mut(&mut self) -> Option<&mut Message> {
+        self.system.as_mut()
+    }
+
+    /// The messages, in order; indices are those of the input's `messages` array.
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// The messages, to edit, remove or insert (for example [`Message::compaction`]).
+    pub fn messages_mut(&mut self) -> &mut Vec<Message> {
+        &mut self.messages
+    }
+
+    /// The conversation as JSON in its format and input shape.
+    pub fn to_value(&self) -> Value {
+        self.clone().into_value()
+    }
+
+    /// The conversation as JSON in its format and input shape, consuming it.
+    pub fn into_value(self) -> Value {
+        let messages = Value::Array(self.messages.into_iter().map(Message::into_value).collect());
+        match self.envelope {
+            None => messages,
+            Some(mut envelope) => {
+                put(&mut envelope, "messages", Some(messages));
+                if let Some(system) = self.system {
+                    put(&mut envelope, "system", system.into_content_value());
+                }
+                Value::Object(envelope)
+            }
+        }
+    }
+
+    /// The conversation as a JSON string.
+    pub fn to_json_string(&self) -> String {
+        self.to_value().to_string()
+    }
+
+    /// The conversation as a JSON string, consuming it (no copy of the contents).
+    pub fn into_json_string(self) -> String {
+        self.into_value().to_string()
+    }
+}

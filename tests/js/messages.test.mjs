@@ -1,0 +1,177 @@
+// detectFormat / validateMessages / repairMessages through the built package, on the golden
+// fixtures shared with the Rust tests (tests/data/messages), plus bad input and the AI SDK's own
+// validator on AI SDK output.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import { modelMessageSchema } from "ai";
+import { detectFormat, validateMessages, repairMessages, countTokens } from "context-keeper";
+
+const dir = new URL("../data/messages/", import.meta.url);
+const fixtures = readdirSync(dir)
+  .filter((f) => f.endsWith(".input.json"))
+  .sort()
+  .map((f) => {
+    const name = f.replace(/\.input\.json$/, "");
+    const read = (suffix) => JSON.parse(readFileSync(new URL(`${name}.${suffix}.json`, dir), "utf8"));
+    return { name, input: read("input"), expected: read("expected") };
+  });
+
+/** The options a fixture was recorded with, as the JS API takes them. */
+const optionsOf = ({ options }) => ({ format: options.format ?? undefined, allowPendingCalls: options.allowPendingCalls });
+/** Reports without their prose, which is for humans and free to change. */
+const withoutProse = (items) => items.map(({ message, ...rest }) => rest);
+
+test("there are fixtures in every format", () => {
+  const formats = new Set(fixtures.map((f) => f.expected.format));
+  assert.deepEqual([...formats].sort(), ["aisdk", "anthropic", "openai"]);
+  assert.ok(fixtures.length >= 9);
+});
+
+for (const { name, input, expected } of fixtures) {
+  test(`fixture ${name}: detection, problems and repair match the golden file`, () => {
+    assert.equal(detectFormat(input), expected.detected);
+    const options = optionsOf(expected);
+    assert.deepEqual(withoutProse(validateMessages(input, options)), withoutProse(expected.problems));
+    const before = structuredClone(input);
+    const repaired = repairMessages(input, options);
+    assert.deepEqual(repaired.messages, expected.repaired);
+    assert.deepEqual(withoutProse(repaired.report), withoutProse(expected.report));
+    assert.deepEqual(withoutProse(repaired.unrepaired), withoutProse(expected.unrepaired));
+    assert.deepEqual(input, before, "the input must never be mutated");
+    for (const problem of repaired.unrepaired) assert.equal(typeof problem.message, "string");
+    // Repair output validates, apart from what repair says it left alone.
+    assert.deepEqual(
+      withoutProse(validateMessages(repaired.messages, options)),
+      withoutProse(repaired.unrepaired),
+    );
+    // A valid conversation comes back as the caller's own array, and unchanged in JSON.
+    if (expected.report.length === 0) {
+      assert.equal(repaired.messages, input);
+      assert.equal(JSON.stringify(repaired.messages), JSON.stringify(before));
+    }
+  });
+}
+
+test("AI SDK output passes the ai package's own modelMessageSchema", () => {
+  const aisdk = fixtures.filter((f) => f.expected.format === "aisdk");
+  assert.ok(aisdk.length >= 2);
+  for (const { name, input, expected } of aisdk) {
+    const { messages } = repairMessages(input, optionsOf(expected));
+    const list = Array.isArray(messages) ? messages : messages.messages;
+    for (const [i, message] of list.entries()) {
+      // The v4 names (args/result) are older than the schema; only v5+ shapes must pass it.
+      const v4 = Array.isArray(message.content) && message.content.some((p) => "args" in p || "result" in p);
+      if (v4) continue;
+      const parsed = modelMessageSchema.safeParse(message);
+      assert.ok(parsed.success, `${name} message ${i}: ${JSON.stringify(parsed.error?.issues?.[0])}`);
+    }
+  }
+});
+
+test("repair adds a stub for a dangling call and drops an orphan result, nothing else", () => {
+  const history = [
+    { role: "user", content: "list files", custom: { keep: ["me"] } },
+    { role: "assistant", content: null, tool_calls: [{ id: "call_1", type: "function", function: { name: "ls", arguments: "{}" } }] },
+    { role: "tool", tool_call_id: "call_404", content: "stray" },
+    { role: "user", content: "thanks" },
+  ];
+  const { messages, report } = repairMessages(history);
+  assert.ok(report.some((r) => r.action === "dropResult" && r.id === "call_404"));
+  assert.ok(report.some((r) => r.action === "addStubResult" && r.id === "call_1"));
+  assert.equal(report.length, 2);
+  assert.deepEqual(messages[0], history[0], "untouched messages keep unknown fields");
+  assert.deepEqual(messages[2], { role: "tool", tool_call_id: "call_1", content: "[no result recorded]" });
+  assert.deepEqual(messages[3], history[3]);
+  assert.equal(messages.length, 4);
+  assert.deepEqual(validateMessages(messages), []);
+});
+
+test("pending calls at the very end are allowed only when asked", () => {
+  const history = [
+    { role: "user", content: "weather?" },
+    { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "weather", arguments: "{}" } }] },
+  ];
+  assert.deepEqual(validateMessages(history, { allowPendingCalls: true }), []);
+  assert.deepEqual(validateMessages(history).map((p) => p.kind), ["missingResult"]);
+});
+
+test("the format option wins over detection, and an unknown one is a RangeError", () => {
+  const plain = [{ role: "user", content: "hi" }];
+  assert.strictEqual(detectFormat(plain), null);
+  assert.deepEqual(validateMessages(plain, { format: "anthropic" }), []);
+  assert.deepEqual(validateMessages(plain, { format: "ai-sdk" }), []);
+  assert.throws(() => validateMessages(plain, { format: "gemini" }), (err) => {
+    assert.ok(err instanceof RangeError);
+    assert.equal(err.message, 'options.format: unknown format "gemini"; known formats: openai, anthropic, aisdk');
+    return true;
+  });
+});
+
+test("an Anthropic request object keeps its system prompt and other fields", () => {
+  const request = {
+    model: "claude-sonnet-4-5",
+    max_tokens: 1024,
+    system: [{ type: "text", text: "Be brief.", cache_control: { type: "ephemeral" } }],
+    messages: [
+      { role: "user", content: "hi" },
+      { role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "ls", input: {} }] },
+    ],
+  };
+  assert.equal(detectFormat(request), "anthropic");
+  const { messages, report } = repairMessages(request);
+  assert.deepEqual(report.map((r) => r.action), ["addStubResult"]);
+  assert.equal(messages.model, "claude-sonnet-4-5");
+  assert.deepEqual(messages.system, request.system);
+  assert.deepEqual(messages.messages[2], { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "[no result recorded]" }] });
+});
+
+test("bad input is a TypeError naming the message index and field", () => {
+  const cases = [
+    [42, /^messages: expected an array/],
+    [[{ role: "user", content: "ok" }, 7], /^messages\[1\]: expected an object, found a number$/],
+    [[{ role: "wizard", content: "x" }], /^messages\[0\]\.role: unknown role "wizard"/],
+    [[{ role: "user", content: [{ type: "tool_result", tool_use_id: 5, content: "x" }] }], /^messages\[0\]\.content\[0\]\.tool_use_id: expected a string, found a number$/],
+    [[{ role: "assistant", tool_calls: [{ type: "function", function: { name: "f", arguments: "{}" } }] }], /^messages\[0\]\.tool_calls\[0\]\.id: expected a string, found nothing$/],
+  ];
+  for (const [input, pattern] of cases) {
+    assert.throws(() => validateMessages(input, { format: Array.isArray(input) && input[0]?.content?.[0]?.tool_use_id ? "anthropic" : undefined }), (err) => {
+      assert.ok(err instanceof TypeError, `${err}`);
+      assert.match(err.message, pattern);
+      return true;
+    });
+  }
+  assert.throws(() => repairMessages(undefined), { name: "TypeError", message: /^messages: expected an array or an object with a messages array, found undefined$/ });
+  assert.throws(() => validateMessages([], "openai"), { name: "TypeError", message: "options: expected an object, found a string" });
+  assert.throws(() => validateMessages([], { allowPendingCalls: "yes" }), { name: "TypeError", message: "options.allowPendingCalls: expected a boolean, found a string" });
+});
+
+test("unknown part types pass through untouched", () => {
+  const history = [{ role: "user", content: [{ type: "text", text: "see" }, { type: "hologram", data: { x: 1 } }] }];
+  assert.deepEqual(validateMessages(history), []);
+  assert.equal(repairMessages(history).messages, history);
+});
+
+test("hostile input: cycles, BigInt, deep nesting, huge strings, lone surrogates; the instance survives", () => {
+  const cyclic = [{ role: "user", content: "x" }];
+  cyclic[0].self = cyclic;
+  assert.throws(() => validateMessages(cyclic), { name: "TypeError", message: /^messages: cannot be read as JSON: / });
+  assert.throws(() => validateMessages([{ role: "user", content: "x", n: 1n }]), { name: "TypeError", message: /^messages: cannot be read as JSON/ });
+  const nested = (depth) => {
+    let value = "x";
+    for (let i = 0; i < depth; i++) value = [value];
+    return [{ role: "user", content: "x", extra: value }];
+  };
+  // Deeper than serde_json's 128 levels: an error, never a stack overflow inside wasm.
+  assert.throws(() => validateMessages(nested(200)), { name: "TypeError", message: /^messages: invalid JSON: recursion limit exceeded/ });
+  // Deeper than the JS engine itself can stringify: still a TypeError naming the argument.
+  assert.throws(() => validateMessages(nested(100_000)), { name: "TypeError", message: /^messages: / });
+  const big = "a".repeat(32 * 1024 * 1024);
+  assert.deepEqual(validateMessages([{ role: "user", content: big }]), []);
+  const lone = [{ role: "user", content: "broken \ud800 text" }];
+  assert.deepEqual(validateMessages(lone), []);
+  assert.equal(repairMessages(lone).messages, lone);
+  // Still healthy after all of the above.
+  assert.equal(countTokens("hello world"), 2);
+  assert.equal(detectFormat([{ role: "tool", tool_call_id: "c", content: "x" }]), "openai");
+});
