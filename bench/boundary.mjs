@@ -1,0 +1,75 @@
+#!/usr/bin/env node
+// How conversations should cross the JS/wasm boundary: parse + validate + write back the bench's
+// ~2 MB, ~670-message conversation, once as one JSON string each way (JSON.stringify in,
+// serde_json, JSON.parse out) and once through serde-wasm-bindgen (a walk of the object graph
+// each way), next to an exact count of the same conversation for scale. The package ships the
+// faster strategy; the issue's target is under 10% of the exact count's time.
+//
+//   node bench/boundary.mjs [--reps=N]
+//
+// It builds a probe package once (Cargo feature `boundary-probe`, which adds the hidden
+// `__boundaryProbe` export) into bench/.cache/probe; the published package never has it.
+import { execFileSync } from "node:child_process";
+import { existsSync, statSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { CONVERSATION, conversationTexts, loadClass } from "./corpus.mjs";
+import { median } from "./stats.mjs";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const root = join(here, "..");
+const probeDir = join(here, ".cache", "probe");
+const reps = Number(process.argv.find((a) => a.startsWith("--reps="))?.slice(7) ?? 7);
+
+/** Builds the probe package when it is missing or older than the Rust sources. */
+function buildProbe() {
+  const wasm = join(probeDir, "context_keeper_bg.wasm");
+  const newest = ["src/bindings/messages.rs", "src/messages/mod.rs", "Cargo.toml"]
+    .map((f) => statSync(join(root, f)).mtimeMs)
+    .reduce((a, b) => Math.max(a, b));
+  if (existsSync(wasm) && statSync(wasm).mtimeMs > newest) return;
+  console.error("boundary: building the probe package (feature boundary-probe)...");
+  execFileSync("wasm-pack", ["build", "--release", "--target", "nodejs", "--no-pack", "--out-dir", probeDir,
+    "--out-name", "context_keeper", "--", "--features", "boundary-probe"], { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
+  // NOTE: the workspace is "type": "module"; the nodejs target's output is CommonJS.
+  writeFileSync(join(probeDir, "package.json"), '{ "type": "commonjs" }\n');
+}
+
+/** Median milliseconds of `reps` runs of `f`, after one warm-up run. */
+function time(f) {
+  f();
+  const ms = [];
+  for (let i = 0; i < reps; i++) {
+    const t = performance.now();
+    f();
+    ms.push(performance.now() - t);
+  }
+  return median(ms);
+}
+
+buildProbe();
+const probe = createRequire(import.meta.url)(join(probeDir, "context_keeper.js"));
+const { chat } = loadClass(CONVERSATION);
+const { texts } = conversationTexts(chat);
+const bytes = Buffer.byteLength(JSON.stringify(chat));
+
+// Both strategies must agree before either is timed.
+const [viaJson, problemsJson] = probe.__boundaryProbe(chat, "json");
+const [viaSerde, problemsSerde] = probe.__boundaryProbe(chat, "serde");
+if (JSON.stringify(viaJson) !== JSON.stringify(chat) || JSON.stringify(viaSerde) !== JSON.stringify(chat)) {
+  throw new Error("boundary: a strategy did not round-trip the conversation");
+}
+if (JSON.stringify(problemsJson) !== JSON.stringify(problemsSerde)) throw new Error("boundary: strategies disagree");
+
+const json = time(() => probe.__boundaryProbe(chat, "json"));
+const serde = time(() => probe.__boundaryProbe(chat, "serde"));
+const exact = time(() => texts.reduce((n, t) => n + probe.countTokens(t), 0));
+const pct = (ms) => `${((100 * ms) / exact).toFixed(1)}%`;
+
+console.log(`\nBoundary: parse + validate + write back, ${chat.length} messages, ${(bytes / 1e6).toFixed(2)} MB of JSON (median of ${reps})\n`);
+console.log("| strategy | ms | vs serde-wasm-bindgen | share of an exact o200k count |");
+console.log("|---|---:|---:|---:|");
+console.log(`| one JSON string each way (shipped) | ${json.toFixed(1)} | ${(serde / json).toFixed(2)}x faster | ${pct(json)} |`);
+console.log(`| serde-wasm-bindgen | ${serde.toFixed(1)} | 1.00x | ${pct(serde)} |`);
+console.log(`| exact o200k count of the message texts | ${exact.toFixed(1)} | | 100% |`);
