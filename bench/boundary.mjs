@@ -3,7 +3,8 @@
 // ~2 MB, ~670-message conversation, once as one JSON string each way (JSON.stringify in,
 // serde_json, JSON.parse out) and once through serde-wasm-bindgen (a walk of the object graph
 // each way), next to an exact count of the same conversation for scale. The package ships the
-// faster strategy; the issue's target is under 10% of the exact count's time.
+// JSON strategy even where it is slower, because it reads exactly what the SDKs send (see
+// src/bindings/messages.rs); the issue's target is under 10% of the exact count's time.
 //
 //   node bench/boundary.mjs [--reps=N]
 //
@@ -68,8 +69,8 @@ const exact = time(() => texts.reduce((n, t) => n + probe.countTokens(t), 0));
 const pct = (ms) => `${((100 * ms) / exact).toFixed(1)}%`;
 
 console.log(`\nBoundary: parse + validate + write back, ${chat.length} messages, ${(bytes / 1e6).toFixed(2)} MB of JSON (median of ${reps})\n`);
-console.log("| strategy | ms | vs serde-wasm-bindgen | share of an exact o200k count |");
+console.log("| strategy | ms | time vs serde-wasm-bindgen | share of an exact o200k count |");
 console.log("|---|---:|---:|---:|");
-console.log(`| one JSON string each way (shipped) | ${json.toFixed(1)} | ${(serde / json).toFixed(2)}x faster | ${pct(json)} |`);
+console.log(`| one JSON string each way (shipped) | ${json.toFixed(1)} | ${(json / serde).toFixed(2)}x | ${pct(json)} |`);
 console.log(`| serde-wasm-bindgen | ${serde.toFixed(1)} | 1.00x | ${pct(serde)} |`);
 console.log(`| exact o200k count of the message texts | ${exact.toFixed(1)} | | 100% |`);

@@ -1,9 +1,12 @@
 //! `detectFormat`, `validateMessages` and `repairMessages`.
 //!
 //! Conversations cross the boundary as one JSON string each way (`JSON.stringify` in, one
-//! `JSON.parse` out): measured against serde-wasm-bindgen's walk of the object graph in
-//! `bench/boundary.mjs`, and safe on any depth, since serde_json stops at 128 levels where a
-//! recursive walk would overflow the wasm stack.
+//! `JSON.parse` out), although serde-wasm-bindgen's walk of the object graph is about twice as
+//! fast (`node bench/boundary.mjs`). JSON text is what the provider receives: the SDKs send
+//! `JSON.stringify(messages)`, so reading the same text sees exactly what the provider will
+//! (`tool_calls: undefined` is absent, not `null` as serde-wasm-bindgen reads it; a `URL` or a
+//! `Date` is its `toJSON()` string, not an empty object). It is also safe at any depth: serde_json
+//! stops at 128 levels, where a recursive walk would overflow the wasm stack.
 
 use js_sys::JSON;
 use serde::Serialize;

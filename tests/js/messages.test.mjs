@@ -175,3 +175,14 @@ test("hostile input: cycles, BigInt, deep nesting, huge strings, lone surrogates
   assert.equal(countTokens("hello world"), 2);
   assert.equal(detectFormat([{ role: "tool", tool_call_id: "c", content: "x" }]), "openai");
 });
+
+test("what crosses is what the provider would receive: JSON.stringify's reading of the input", () => {
+  const history = [
+    { role: "user", content: "hi", tool_calls: undefined, sent: new Date(Date.UTC(2026, 10, 22)) },
+    { role: "tool", tool_call_id: "gone", content: "stray" },
+  ];
+  const { messages, report } = repairMessages(history);
+  assert.deepEqual(report.map((r) => r.action), ["dropResult"]);
+  assert.equal("tool_calls" in messages[0], false, "an undefined field stays absent, not null");
+  assert.equal(messages[0].sent, "2026-11-22T00:00:00.000Z");
+});

@@ -1,6 +1,9 @@
 // Type-checks the package as a consumer sees it (`tsc -p tests/types`): the types that ship must
 // accept correct calls and reject wrong ones.
-import { countTokens, estimateTokens, type CountOptions, type EncodingName } from "context-keeper";
+import {
+  countTokens, estimateTokens, detectFormat, validateMessages, repairMessages,
+  type CountOptions, type EncodingName, type MessageFormat, type Problem, type Repaired,
+} from "context-keeper";
 import init, { initSync, countTokens as countAfterInit } from "context-keeper/init";
 
 const encoding: EncodingName = "cl100k_base";
@@ -16,9 +19,22 @@ countTokens(42);
 // @ts-expect-error: options are an object
 countTokens("hello", "o200k_base");
 
+type Chat = { role: "user" | "assistant"; content: string }[];
+const chat: Chat = [{ role: "user", content: "hi" }];
+const format: MessageFormat | null = detectFormat(chat);
+const problems: Problem[] = validateMessages(chat, { format: "openai", allowPendingCalls: true });
+const repaired: Repaired<Chat> = repairMessages(chat);
+const again: Chat = repaired.messages; // the caller's own type comes back
+const anthropic = repairMessages({ system: "Be brief.", messages: chat });
+const system: string = anthropic.messages.system;
+// @ts-expect-error: not a known format
+validateMessages(chat, { format: "gemini" });
+// @ts-expect-error: a string is not a conversation
+repairMessages("hello");
+
 async function slim(wasm: ArrayBuffer): Promise<number> {
   await init({ module_or_path: wasm });
   return countAfterInit("hello");
 }
 void initSync;
-void [exact, byDefault, estimate, slim];
+void [exact, byDefault, estimate, slim, format, problems, again, system];
