@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { countTokens, estimateTokens } from "context-keeper";
+import { countMessages, countTokens, detectFormat, estimateTokens, modelInfo, validateMessages } from "context-keeper";
 import { serve } from "./serve.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -30,23 +30,28 @@ function textsOf(message) {
 }
 
 const conversation = JSON.parse(readFileSync(file, "utf8"));
-const rows = conversation.map((message) => {
-  const texts = textsOf(message);
-  const sum = (f) => texts.reduce((n, t) => n + f(t), 0);
-  return {
-    role: message.role,
-    kind: message.tool_calls ? `${message.tool_calls.length} tool call(s)` : message.role === "tool" ? "tool result" : "text",
-    o200k_base: sum((t) => countTokens(t)),
-    cl100k_base: sum((t) => countTokens(t, { encoding: "cl100k_base" })),
-    estimate: sum(estimateTokens),
-  };
-});
-const total = (key) => rows.reduce((n, r) => n + r[key], 0);
+const list = Array.isArray(conversation) ? conversation : conversation.messages;
+const gpt4o = countMessages(conversation, { model: "gpt-4o" });
+const gpt4 = countMessages(conversation, { model: "gpt-4" });
+const claude = countMessages(conversation, { model: "claude-sonnet-4-5" });
+const rows = list.map((message, i) => ({
+  role: message.role,
+  kind: message.tool_calls ? `${message.tool_calls.length} tool call(s)` : message.role === "tool" ? "tool result" : "text",
+  "gpt-4o (o200k)": gpt4o.perMessage[i],
+  "gpt-4 (cl100k)": gpt4.perMessage[i],
+  "estimate (text)": textsOf(message).reduce((n, t) => n + estimateTokens(t), 0),
+}));
 
-console.log(`\ncontext-keeper: content tokens of ${file.slice(root.length + 1) || file} (${conversation.length} messages)\n`);
+const name = file.startsWith(root) ? file.slice(root.length + 1) : file;
+const problems = validateMessages(conversation);
+console.log(`\ncontext-keeper: ${name}, ${list.length} messages, format ${detectFormat(conversation) ?? "plain (read as openai)"}, ${problems.length} problem(s)\n`);
 console.table(rows);
-console.log(`total: o200k_base ${total("o200k_base")}, cl100k_base ${total("cl100k_base")}, estimate ${total("estimate")}`);
-console.log(`gpt-4o counts with o200k_base: ${countTokens("hello world", { model: "gpt-4o" })} tokens for "hello world"\n`);
+for (const [label, count] of [["gpt-4o", gpt4o], ["gpt-4", gpt4], ["claude-sonnet-4-5", claude]]) {
+  const window = modelInfo(label).contextWindow;
+  const kinds = Object.entries(count.byKind).filter(([, n]) => n > 0).map(([k, n]) => `${k} ${n}`).join(", ");
+  console.log(`${label.padEnd(18)} ${String(count.total).padStart(5)} tokens${count.exact ? " (exact)" : " (approximate)"} = ${kinds}; ${((100 * count.total) / window).toFixed(2)}% of its ${window.toLocaleString("en")}-token window`);
+}
+console.log(`countTokens("hello world", { model: "gpt-4o" }) = ${countTokens("hello world", { model: "gpt-4o" })}\n`);
 
 if (flag("--no-serve") < 0) {
   const { url } = await serve({ port });

@@ -28,6 +28,7 @@
 
 pub mod bpe;
 pub mod count;
+pub mod counting;
 pub mod estimate;
 pub mod messages;
 pub mod model;

@@ -3,6 +3,7 @@
 //! It converts arguments, calls the pure core and turns core errors into `Error` objects. It
 //! holds no logic of its own.
 
+mod counting;
 mod error;
 mod messages;
 

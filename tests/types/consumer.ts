@@ -38,3 +38,39 @@ async function slim(wasm: ArrayBuffer): Promise<number> {
 }
 void initSync;
 void [exact, byDefault, estimate, slim, format, problems, again, system];
+
+// Counting conversations: countMessages, isWithinLimit, modelInfo, calibrate.
+import {
+  calibrate,
+  clearCalibration,
+  clearCountCache,
+  countMessages,
+  isWithinLimit,
+  modelInfo,
+  type Calibration,
+  type CountMessagesOptions,
+  type MessagesCount,
+  type ModelEntries,
+  type ModelInfo,
+} from "context-keeper";
+
+const history = [{ role: "user", content: "hello" }];
+const models: ModelEntries = { "my-llm": { contextWindow: 32_000, encoding: "cl100k_base", framing: { perMessage: 4 } } };
+const countOptions: CountMessagesOptions = { model: "my-llm", models, tools: [], format: "ai-sdk" };
+const counted: MessagesCount = countMessages(history, countOptions);
+const images: number = counted.byKind.images;
+const userTokens: number | undefined = counted.byRole.user;
+const fits: number | false = isWithinLimit({ messages: history }, 1_000);
+const info: ModelInfo = modelInfo("gpt-4o", { models });
+const contextWindow: number = info.contextWindow;
+const calibration: Calibration = calibrate({ model: "claude-sonnet-4-5", inputTokens: 120, messages: history });
+clearCountCache();
+clearCalibration();
+
+// @ts-expect-error: the limit is a number of tokens
+isWithinLimit(history, "1000");
+// @ts-expect-error: only the known encodings are accepted in a model entry
+modelInfo("x", { models: { x: { encoding: "p50k_base" } } });
+// @ts-expect-error: calibrate needs the reported input tokens
+calibrate({ model: "claude-sonnet-4-5" });
+void [counted, images, userTokens, fits, contextWindow, calibration];

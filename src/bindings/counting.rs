@@ -1,0 +1,374 @@
+//! `countMessages`, `isWithinLimit`, `modelInfo`, `calibrate`, `clearCountCache` and
+//! `clearCalibration`.
+//!
+//! Conversations and option bags cross as JSON text (`JSON.stringify` in, one `JSON.parse`
+//! out), as in `messages.rs`: safe on any depth, and the option bags hold arbitrary JSON
+//! (tool definitions, model entries).
+
+use js_sys::JSON;
+use serde::Serialize;
+use wasm_bindgen::prelude::*;
+
+use super::error::ArgumentError;
+use super::{enter, error_message, type_name};
+use crate::counting::{self, CountMessagesError, CountMessagesOptions};
+use crate::messages::parse_json;
+
+#[wasm_bindgen(typescript_custom_section)]
+const TS_COUNTING: &'static str = r#"
+/** Who serves a model; it decides the framing and the image rule. */
+export type Provider = "openai" | "anthropic" | "google" | "meta" | "alibaba" | "mistral" | "deepseek" | "unknown";
+
+/** Tokens a chat format spends around the content. */
+export interface ModelFraming {
+  /** Per message (role markers, separators); the role's own tokens come on top. */
+  perMessage: number;
+  /** Extra for a message with a `name` (the name's tokens come on top). */
+  perName: number;
+  /** Once per request, priming the reply. */
+  replyPriming: number;
+}
+
+/** How a provider charges an image. */
+export type ImageRule =
+  | { rule: "tiles"; base: number; perTile: number }
+  | { rule: "area"; divisor: number; maxSide: number }
+  | { rule: "flat"; tokens: number };
+
+/** Everything the registry knows of a model. */
+export interface ModelInfo {
+  /** The entry that matched (the asked-for name when none did). */
+  name: string;
+  provider: Provider;
+  /** Input and output together, in tokens. */
+  contextWindow: number;
+  maxOutput: number;
+  encoding: EncodingName;
+  /** Whether `encoding` is the model's own tokenizer (false: the closest public one). */
+  exact: boolean;
+  framing: ModelFraming;
+  images: ImageRule;
+  /** False when nothing matched and these are conservative defaults. */
+  known: boolean;
+}
+
+/** A caller's registry entry: every field optional, merged over the built-in entry. */
+export interface ModelEntry {
+  provider?: Provider;
+  contextWindow?: number;
+  maxOutput?: number;
+  encoding?: EncodingName;
+  exact?: boolean;
+  framing?: Partial<ModelFraming>;
+  images?: ImageRule;
+}
+
+/** The caller's entries by model name (or prefix): `{ "my-model": { contextWindow: 32000 } }`. */
+export type ModelEntries = Record<string, ModelEntry>;
+
+/** Options for {@link modelInfo}. */
+export interface ModelInfoOptions {
+  models?: ModelEntries;
+}
+
+/** Options for {@link countMessages} and {@link isWithinLimit}. */
+export interface CountMessagesOptions {
+  /** The model; default: the request object's `model`, else OpenAI's chat accounting. */
+  model?: string;
+  /** Wins over the model's encoding. Default: the model's, else "o200k_base". */
+  encoding?: EncodingName;
+  /** The messages' format; detected when absent. */
+  format?: MessageFormat | "ai-sdk";
+  /** Tool definitions sent with the request (OpenAI, Anthropic or AI SDK shape); default: the request object's `tools`. */
+  tools?: readonly unknown[] | Record<string, unknown>;
+  /** Entries merged over the built-in registry. */
+  models?: ModelEntries;
+}
+
+/** A message role. */
+export type Role = "system" | "developer" | "user" | "assistant" | "tool" | "function";
+
+/** Tokens by kind; they add up to the uncalibrated total. */
+export interface TokensByKind {
+  text: number;
+  toolCalls: number;
+  toolResults: number;
+  images: number;
+  /** Files, documents and audio. */
+  files: number;
+  reasoning: number;
+  /** Framing per message, role and name, per tool call, reply priming, tool definitions. */
+  overhead: number;
+}
+
+/** The count of a conversation. */
+export interface MessagesCount {
+  /** Everything the request costs; scaled by a calibration when `calibrated`. */
+  total: number;
+  /** The total before calibration, when one applied. */
+  uncalibrated?: number;
+  /** Each message's tokens, framing included, in order. */
+  perMessage: number[];
+  /** The top-level system prompt of an Anthropic or AI SDK request object. */
+  system: number;
+  /** The tool definitions. */
+  tools: number;
+  /** Messages and system prompt by role. */
+  byRole: Partial<Record<Role, number>>;
+  byKind: TokensByKind;
+  /** The model's own tokenizer was used and nothing was estimated. */
+  exact: boolean;
+  calibrated: boolean;
+  encoding: EncodingName;
+  format: MessageFormat;
+  /** The model counted for, when one was named. */
+  model: ModelInfo | null;
+}
+
+/** A provider's usage report for {@link calibrate}. */
+export interface Usage extends CountMessagesOptions {
+  model: string;
+  /** The input tokens the provider reported. */
+  inputTokens: number;
+  /** The uncalibrated count of that request; or pass `messages` (and its options). */
+  estimated?: number;
+  messages?: Messages;
+}
+
+/** What {@link calibrate} recorded. */
+export interface Calibration {
+  /** The registry name the ratio is kept under. */
+  model: string;
+  /** inputTokens / estimated, within [0.5, 2]; 1 when nothing was recorded. */
+  ratio: number;
+  /** False for a model counted exactly, which is never calibrated. */
+  applied: boolean;
+}
+
+/**
+ * What the registry knows of a model: exact name first, then the longest known prefix;
+ * an unknown model gets a conservative default with `known: false`. `options.models` adds or
+ * overrides entries.
+ *
+ * ```js
+ * modelInfo("gpt-4o-mini-2024-07-18").contextWindow;    // 128000
+ * modelInfo("claude-sonnet-4-5").exact;                  // false: no public tokenizer
+ * modelInfo("my-llm", { models: { "my-llm": { contextWindow: 32000 } } }).known; // true
+ * ```
+ */
+export function modelInfo(model: string, options?: ModelInfoOptions | null): ModelInfo;
+
+/**
+ * Counts a conversation (OpenAI, Anthropic or AI SDK, detected) per message, per role and per
+ * kind, with the provider's framing, tool definitions and images by the provider's rule.
+ * Per-message counts are memoized, so counting again after an append costs about the new
+ * message. Throws a TypeError naming the message index and field for bad input, a RangeError
+ * for an unknown encoding or format.
+ *
+ * ```js
+ * const { total, perMessage, byKind, exact } = countMessages(history, { model: "gpt-4o" });
+ * countMessages([{ role: "user", content: "hello world" }]).total; // 9: 2 + 3 + 1 ("user") + 3
+ * ```
+ */
+export function countMessages(messages: Messages, options?: CountMessagesOptions | null): MessagesCount;
+
+/**
+ * The total if the conversation fits in `limit` tokens, else `false`, counting no further
+ * than the message that crossed the limit.
+ *
+ * ```js
+ * const tokens = isWithinLimit(history, 128000 - 4096, { model: "gpt-4o" });
+ * if (tokens === false) trim(history);
+ * ```
+ */
+export function isWithinLimit(messages: Messages, limit: number, options?: CountMessagesOptions | null): number | false;
+
+/**
+ * Records the input tokens a provider reported for a request, so later counts for that
+ * (approximately counted) model scale their total by inputTokens / estimate. The latest call
+ * per model wins; exact models are left alone.
+ *
+ * ```js
+ * const res = await anthropic.messages.create(request);
+ * calibrate({ model: request.model, inputTokens: res.usage.input_tokens, messages: request });
+ * ```
+ */
+export function calibrate(usage: Usage): Calibration;
+"#;
+
+/// Why a counting export failed.
+#[derive(Debug, thiserror::Error)]
+pub enum CountingError {
+    #[error(transparent)]
+    Argument(#[from] ArgumentError),
+    #[error(transparent)]
+    Count(#[from] CountMessagesError),
+    /// A number out of range (a negative limit).
+    #[error("{0}")]
+    Range(String),
+    /// A defect of ours, not of the input.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl From<CountingError> for JsValue {
+    fn from(err: CountingError) -> Self {
+        let message = err.to_string();
+        match err {
+            CountingError::Argument(err) => err.into(),
+            CountingError::Count(CountMessagesError::Options(e)) if e.is_range_error() => {
+                js_sys::RangeError::new(&message).into()
+            }
+            CountingError::Count(CountMessagesError::Options(_) | CountMessagesError::Parse(_)) => {
+                js_sys::TypeError::new(&message).into()
+            }
+            CountingError::Range(_) => js_sys::RangeError::new(&message).into(),
+            CountingError::Count(CountMessagesError::Count(_)) | CountingError::Internal(_) => {
+                js_sys::Error::new(&message).into()
+            }
+        }
+    }
+}
+
+/// `value` as JSON text, through `JSON.stringify`.
+fn json_text(
+    value: &JsValue,
+    field: &'static str,
+    expected: &'static str,
+) -> Result<String, ArgumentError> {
+    let text = JSON::stringify(value).map_err(|err| ArgumentError::NotJson {
+        field,
+        reason: error_message(&err),
+    })?;
+    // NOTE: JSON.stringify gives undefined (not a string) for undefined, functions, symbols.
+    text.as_string().ok_or_else(|| ArgumentError::WrongType {
+        field,
+        expected,
+        got: type_name(value),
+    })
+}
+
+/// Reads an options bag; `undefined` and `null` are the defaults.
+fn read_options(options: &JsValue) -> Result<CountMessagesOptions, CountingError> {
+    if options.is_undefined() || options.is_null() {
+        return Ok(CountMessagesOptions::default());
+    }
+    if !options.is_object() || js_sys::Array::is_array(options) {
+        return Err(ArgumentError::WrongType {
+            field: "options",
+            expected: "an object",
+            got: type_name(options),
+        }
+        .into());
+    }
+    let text = json_text(options, "options", "an object")?;
+    let value = parse_json(&text).map_err(|e| CountingError::Internal(e.to_string()))?;
+    Ok(CountMessagesOptions::from_value(&value).map_err(CountMessagesError::from)?)
+}
+
+fn messages_text(messages: &JsValue) -> Result<String, ArgumentError> {
+    json_text(
+        messages,
+        "messages",
+        "an array or an object with a messages array",
+    )
+}
+
+/// A serializable result as a JS value, through one `JSON.parse`.
+fn to_js<T: Serialize>(value: &T) -> Result<JsValue, CountingError> {
+    let text = serde_json::to_string(value).map_err(|e| CountingError::Internal(e.to_string()))?;
+    JSON::parse(&text).map_err(|err| CountingError::Internal(error_message(&err)))
+}
+
+#[wasm_bindgen(js_name = modelInfo, skip_typescript)]
+pub fn model_info(model: JsValue, options: JsValue) -> Result<JsValue, CountingError> {
+    enter();
+    let model = model.as_string().ok_or_else(|| ArgumentError::WrongType {
+        field: "model",
+        expected: "a string",
+        got: type_name(&model),
+    })?;
+    let options = read_options(&options)?;
+    to_js(&counting::model_info_with(&model, &options.models))
+}
+
+#[wasm_bindgen(js_name = countMessages, skip_typescript)]
+pub fn count_messages(messages: JsValue, options: JsValue) -> Result<JsValue, CountingError> {
+    enter();
+    let options = read_options(&options)?;
+    let count = counting::count_messages_str(&messages_text(&messages)?, &options)?;
+    to_js(&count)
+}
+
+#[wasm_bindgen(js_name = isWithinLimit, skip_typescript)]
+pub fn is_within_limit(
+    messages: JsValue,
+    limit: JsValue,
+    options: JsValue,
+) -> Result<JsValue, CountingError> {
+    enter();
+    let limit = match limit.as_f64() {
+        Some(n) if n >= 0.0 => n.floor() as u64, // NOTE: saturates; Infinity is u64::MAX.
+        Some(n) => {
+            return Err(CountingError::Range(format!(
+                "limit: expected a number of tokens at least 0, found {n}"
+            )))
+        }
+        None => {
+            return Err(ArgumentError::WrongType {
+                field: "limit",
+                expected: "a number",
+                got: type_name(&limit),
+            }
+            .into())
+        }
+    };
+    let options = read_options(&options)?;
+    let fits = counting::within_limit_str(&messages_text(&messages)?, limit, &options)?;
+    Ok(match fits {
+        Some(total) => JsValue::from_f64(total as f64),
+        None => JsValue::FALSE,
+    })
+}
+
+#[wasm_bindgen(js_name = calibrate, skip_typescript)]
+pub fn calibrate(usage: JsValue) -> Result<JsValue, CountingError> {
+    enter();
+    if !usage.is_object() || js_sys::Array::is_array(&usage) {
+        return Err(ArgumentError::WrongType {
+            field: "usage",
+            expected: "an object",
+            got: type_name(&usage),
+        }
+        .into());
+    }
+    let text = json_text(&usage, "usage", "an object")?;
+    let value = parse_json(&text).map_err(|e| CountingError::Internal(e.to_string()))?;
+    to_js(&counting::calibrate_usage(&value)?)
+}
+
+/// Empties the memo of per-message counts that makes re-counting a grown conversation cheap
+/// (at most 4,096 messages are kept, the least recently used dropped first). Counts never
+/// depend on it; this only frees its memory.
+///
+/// ```js
+/// import { clearCountCache } from "context-keeper";
+/// clearCountCache();
+/// ```
+#[wasm_bindgen(js_name = clearCountCache)]
+pub fn clear_count_cache() {
+    enter();
+    counting::clear_count_cache();
+}
+
+/// Forgets every ratio {@link calibrate} recorded.
+///
+/// ```js
+/// import { clearCalibration } from "context-keeper";
+/// clearCalibration();
+/// ```
+#[wasm_bindgen(js_name = clearCalibration)]
+pub fn clear_calibration() {
+    enter();
+    counting::clear_calibration();
+}

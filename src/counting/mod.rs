@@ -1,0 +1,451 @@
+//! Counting a conversation: per message, per role and per kind, with the framing a provider
+//! adds, tool definitions, images by their provider's rule, a bounded memo of per-message
+//! counts, and an optional calibration against the tokens a provider reported.
+//!
+//! What is counted, and how:
+//! - Framing (`overhead`): per message `framing.perMessage` plus the role's tokens; a message's
+//!   `name` (OpenAI) adds its tokens plus `framing.perName`; `framing.replyPriming` once per
+//!   request. This is OpenAI's published accounting (3 + role per message, 1 + name per name,
+//!   3 to prime the reply); other providers do not publish theirs and the same rule estimates.
+//! - Text, refusals and compaction markers (`text`); reasoning text (`reasoning`); encrypted
+//!   reasoning, one token per [`REDACTED_CHARS_PER_TOKEN`] characters of its data (estimated).
+//! - Tool calls (`toolCalls`): name and arguments (OpenAI's `arguments` text; other formats'
+//!   `input` as compact JSON), plus [`TOOL_CALL_FRAMING`] overhead (estimated).
+//! - Tool results (`toolResults`): their text, JSON content as compact JSON; a result inside a
+//!   content array (Anthropic, AI SDK) adds [`TOOL_CALL_FRAMING`] overhead (estimated); images
+//!   inside results count as `images`.
+//! - Images (`images`): OpenAI's tile rule, Anthropic's area rule, Gemini's flat price, with
+//!   dimensions from the part (`width`/`height`) or the header of inline base64 data. Unknown
+//!   size: 765 at OpenAI high/auto detail (1024x1024; low detail is 85 and exact), 1,600 for
+//!   Anthropic ([`AREA_MAX_TOKENS`]). An image of unknown size makes the count not `exact`.
+//!   Base64 is never counted as text.
+//! - Files, documents and audio (`files`): a text document's text (Anthropic `source.type`
+//!   `text` or `content`, with its title and context), else [`DEFAULT_FILE_TOKENS`] each
+//!   (estimated).
+//! - Parts of unknown types: their JSON text as `text` (estimated).
+//! - Tool definitions (`tools`, and in `overhead`): see [`tools`](self) below, estimated.
+//!
+//! `exact` is true only when the model's encoding is its own tokenizer (and is the one used)
+//! and nothing in the request was estimated.
+
+mod cache;
+mod image;
+mod options;
+mod tally;
+mod tools;
+
+use std::collections::BTreeMap;
+use std::sync::{Mutex, PoisonError};
+
+use serde::Serialize;
+use serde_json::Value;
+
+pub use cache::{CacheStats, CountCache, DEFAULT_CAPACITY};
+pub use image::{
+    area_tokens, tile_tokens, AREA_MAX_TOKENS, DEFAULT_FILE_TOKENS, DEFAULT_IMAGE_SIDE,
+};
+pub use options::{
+    model_info_with, CountMessagesOptions, ModelOverride, ModelOverrides, OptionsError,
+};
+pub use tally::{ByKind, Tally, REDACTED_CHARS_PER_TOKEN, TOOL_CALL_FRAMING};
+
+use crate::count::{CountError, Encoding};
+use crate::messages::{parse_messages_value, Conversation, Format, MessagesOptions, ParseError};
+use crate::model::{model_info, normalize, ModelInfo, Provider};
+use tally::{tally_message, Rules, Tokenizer};
+
+/// The count of a conversation.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessagesCount {
+    /// Every token of the request: messages, system prompt, tools, reply priming; scaled by
+    /// the calibration when `calibrated`.
+    pub total: u64,
+    /// The count before calibration, when one was applied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub uncalibrated: Option<u64>,
+    /// Each message's tokens, framing included, in the order of `messages`.
+    pub per_message: Vec<u64>,
+    /// The top-level system prompt of an Anthropic or AI SDK request object (0 without one).
+    pub system: u64,
+    /// The tool definitions (0 without any).
+    pub tools: u64,
+    /// Tokens by role: the messages and the system prompt (not the tools or reply priming).
+    pub by_role: BTreeMap<&'static str, u64>,
+    /// Tokens by kind; the kinds add up to the uncalibrated total.
+    pub by_kind: ByKind,
+    /// Whether the count is the model's own: its tokenizer, and nothing estimated.
+    pub exact: bool,
+    /// Whether a calibration ([`calibrate`]) scaled `total`.
+    pub calibrated: bool,
+    /// The encoding counted with.
+    pub encoding: Encoding,
+    /// The format the messages were read in.
+    pub format: Format,
+    /// The model counted for, when one was named (in the options or the request object).
+    pub model: Option<ModelInfo>,
+}
+
+/// Why a conversation could not be counted.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CountMessagesError {
+    /// An option is wrong.
+    #[error(transparent)]
+    Options(#[from] OptionsError),
+    /// The messages are not a conversation of their format; the message names index and field.
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+    /// The encoding's tables failed to load (a defect of the build).
+    #[error(transparent)]
+    Count(#[from] CountError),
+}
+
+/// The model, rules and fixed costs a count uses.
+struct Plan {
+    model: Option<ModelInfo>,
+    rules: Rules,
+    provider: Provider,
+    exact: bool,
+}
+
+fn plan(conv: &Conversation, options: &CountMessagesOptions) -> Plan {
+    let envelope_model = (conv.envelope.as_ref())
+        .and_then(|e| e.get("model"))
+        .and_then(Value::as_str);
+    match options.model.as_deref().or(envelope_model) {
+        Some(name) => {
+            let info = model_info_with(name, &options.models);
+            let encoding = options.encoding.unwrap_or(info.encoding);
+            Plan {
+                rules: Rules {
+                    encoding,
+                    framing: info.framing,
+                    images: info.images,
+                },
+                provider: info.provider,
+                exact: info.exact && encoding == info.encoding,
+                model: Some(info),
+            }
+        }
+        None => {
+            // NOTE: with no model, OpenAI's chat accounting with the chosen encoding; exact.
+            let chat = model_info("gpt-4o");
+            Plan {
+                rules: Rules {
+                    encoding: options.encoding.unwrap_or(Encoding::O200kBase),
+                    framing: chat.framing,
+                    images: chat.images,
+                },
+                provider: Provider::OpenAi,
+                exact: true,
+                model: None,
+            }
+        }
+    }
+}
+
+/// Counts one message through the cache.
+fn message_tally(
+    message: &crate::messages::Message,
+    rules: &Rules,
+    keyer: &mut cache::Keyer,
+    cache: &mut CountCache,
+) -> Result<Tally, CountError> {
+    let key = keyer.key(message);
+    if let Some(tally) = cache.get(key) {
+        return Ok(tally);
+    }
+    let mut tok = Tokenizer {
+        encoding: rules.encoding,
+        calls: 0,
+    };
+    let tally = tally_message(message, rules, &mut tok)?;
+    cache.insert(key, tally, tok.calls);
+    Ok(tally)
+}
+
+/// Counts `conv`, stopping as soon as the (scaled) running total passes `stop_above`; the
+/// flag says whether it stopped (and the count is then partial).
+fn run(
+    conv: &Conversation,
+    options: &CountMessagesOptions,
+    cache: &mut CountCache,
+    ratio: Option<f64>,
+    stop_above: Option<u64>,
+) -> Result<(MessagesCount, bool), CountError> {
+    let plan = plan(conv, options);
+    let scale = |n: u64| ratio.map_or(n, |r| (n as f64 * r).round() as u64);
+    let over = |n: u64| stop_above.is_some_and(|limit| scale(n) > limit);
+    let mut by_kind = ByKind {
+        overhead: u64::from(plan.rules.framing.reply_priming),
+        ..ByKind::default()
+    };
+    let mut exact = plan.exact;
+    let envelope_tools = (conv.envelope.as_ref()).and_then(|e| e.get("tools"));
+    let tools = match options.tools.as_ref().or(envelope_tools) {
+        Some(defs) => {
+            let mut tok = Tokenizer {
+                encoding: plan.rules.encoding,
+                calls: 0,
+            };
+            let tokens = tools::tool_tokens(defs, plan.provider, &mut tok)?;
+            exact &= tokens == 0;
+            tokens
+        }
+        None => 0,
+    };
+    by_kind.overhead += tools;
+    let mut by_role = BTreeMap::new();
+    let mut keyer = cache::Keyer::new(&plan.rules);
+    let mut system = 0;
+    if let Some(message) = conv.system() {
+        let tally = message_tally(message, &plan.rules, &mut keyer, cache)?;
+        system = tally.kinds.total();
+        exact &= !tally.estimated;
+        by_kind.add(&tally.kinds);
+        *by_role.entry(message.role().name()).or_insert(0) += system;
+    }
+    let mut stopped = over(by_kind.total());
+    let mut per_message = Vec::with_capacity(conv.messages().len());
+    for message in conv.messages() {
+        if stopped {
+            break;
+        }
+        let tally = message_tally(message, &plan.rules, &mut keyer, cache)?;
+        let tokens = tally.kinds.total();
+        exact &= !tally.estimated;
+        by_kind.add(&tally.kinds);
+        *by_role.entry(message.role().name()).or_insert(0) += tokens;
+        per_message.push(tokens);
+        stopped = over(by_kind.total());
+    }
+    let raw = by_kind.total();
+    let count = MessagesCount {
+        total: scale(raw),
+        uncalibrated: ratio.map(|_| raw),
+        per_message,
+        system,
+        tools,
+        by_role,
+        by_kind,
+        exact,
+        calibrated: ratio.is_some(),
+        encoding: plan.rules.encoding,
+        format: conv.format(),
+        model: plan.model,
+    };
+    Ok((count, stopped))
+}
+
+/// Counts a conversation with an explicit cache and no calibration: a pure function of its
+/// arguments (the cache changes only the cost).
+///
+/// ```
+/// use context_keeper::counting::{count_conversation, CountCache, CountMessagesOptions};
+/// use context_keeper::messages::{parse_messages, MessagesOptions};
+/// let input = serde_json::json!([{"role": "user", "content": "hello world"}]);
+/// let conv = parse_messages(&input, &MessagesOptions::default()).unwrap();
+/// let count = count_conversation(&conv, &CountMessagesOptions::default(), &mut CountCache::new(16)).unwrap();
+/// // 2 of text, 3 + 1 ("user") per message, 3 to prime the reply.
+/// assert_eq!((count.total, count.by_kind.text, count.per_message[0], count.exact), (9, 2, 6, true));
+/// ```
+pub fn count_conversation(
+    conv: &Conversation,
+    options: &CountMessagesOptions,
+    cache: &mut CountCache,
+) -> Result<MessagesCount, CountError> {
+    Ok(run(conv, options, cache, None, None)?.0)
+}
+
+/// The total of `conv` if it is at most `limit` tokens, else `None`, tokenizing no further
+/// than the message that crossed the limit.
+pub fn within_limit(
+    conv: &Conversation,
+    limit: u64,
+    options: &CountMessagesOptions,
+    cache: &mut CountCache,
+) -> Result<Option<u64>, CountError> {
+    let (count, stopped) = run(conv, options, cache, None, Some(limit))?;
+    Ok((!stopped).then_some(count.total))
+}
+
+// ---- The shared state behind the JS exports: one cache and the calibrations. ----
+
+// NOTE: wasm32-unknown-unknown is single-threaded and nothing here re-enters, so these locks
+// never wait; a poisoned lock (impossible with panic = "abort") is used as it is.
+static CACHE: Mutex<Option<CountCache>> = Mutex::new(None);
+static CALIBRATIONS: Mutex<Vec<(String, f64)>> = Mutex::new(Vec::new());
+
+/// Models whose calibration is kept; a new one beyond this drops the oldest.
+pub const MAX_CALIBRATIONS: usize = 256;
+
+/// The calibration ratio may move an estimate by at most this factor either way.
+pub const MAX_CALIBRATION_FACTOR: f64 = 2.0;
+
+fn with_cache<T>(f: impl FnOnce(&mut CountCache) -> T) -> T {
+    let mut guard = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
+    f(guard.get_or_insert_with(|| CountCache::new(DEFAULT_CAPACITY)))
+}
+
+fn parse(json: &str, options: &CountMessagesOptions) -> Result<Conversation, ParseError> {
+    let value = crate::messages::parse_json(json)?;
+    let messages_options = MessagesOptions {
+        format: options.format,
+        allow_pending_calls: true,
+    };
+    parse_messages_value(value, &messages_options)
+}
+
+/// The calibration ratio for the model a conversation is counted for, if any applies (only to
+/// models counted approximately).
+fn ratio_for(conv: &Conversation, options: &CountMessagesOptions) -> Option<f64> {
+    let info = plan(conv, options).model?;
+    if info.exact {
+        return None;
+    }
+    let key = normalize(&info.name);
+    let calibrations = CALIBRATIONS.lock().unwrap_or_else(PoisonError::into_inner);
+    calibrations
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map(|&(_, r)| r)
+}
+
+/// Counts a conversation given as JSON text, with the shared cache, and the calibration of its
+/// model when one was recorded.
+pub fn count_messages_str(
+    json: &str,
+    options: &CountMessagesOptions,
+) -> Result<MessagesCount, CountMessagesError> {
+    let conv = parse(json, options)?;
+    let ratio = ratio_for(&conv, options);
+    Ok(with_cache(|cache| run(&conv, options, cache, ratio, None))?.0)
+}
+
+/// [`within_limit`] on JSON text, with the shared cache and calibration.
+pub fn within_limit_str(
+    json: &str,
+    limit: u64,
+    options: &CountMessagesOptions,
+) -> Result<Option<u64>, CountMessagesError> {
+    let conv = parse(json, options)?;
+    let ratio = ratio_for(&conv, options);
+    let (count, stopped) = with_cache(|cache| run(&conv, options, cache, ratio, Some(limit)))?;
+    Ok((!stopped).then_some(count.total))
+}
+
+/// Empties the shared cache of per-message counts.
+pub fn clear_count_cache() {
+    with_cache(CountCache::clear);
+}
+
+/// The shared cache's statistics.
+pub fn count_cache_stats() -> CacheStats {
+    with_cache(|cache| cache.stats())
+}
+
+/// What [`calibrate`] recorded.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Calibration {
+    /// The registry name the ratio is kept under (the entry that matched).
+    pub model: String,
+    /// actual / estimated, within [1/2, 2]; 1 when nothing was recorded.
+    pub ratio: f64,
+    /// False for a model counted exactly (no calibration applies) or a zero estimate.
+    pub applied: bool,
+}
+
+/// Records the tokens a provider reported (`actual`) for a request this crate estimated at
+/// `estimated` (the uncalibrated total), for a model counted approximately. Later counts for
+/// that model scale their total by actual / estimated (at most a factor of 2 either way); the
+/// latest call wins. Exact models are left alone.
+pub fn calibrate(
+    model: &str,
+    overrides: &ModelOverrides,
+    estimated: u64,
+    actual: u64,
+) -> Calibration {
+    let info = model_info_with(model, overrides);
+    let key = normalize(&info.name);
+    if info.exact || estimated == 0 {
+        return Calibration {
+            model: key,
+            ratio: 1.0,
+            applied: false,
+        };
+    }
+    let ratio = (actual as f64 / estimated as f64)
+        .clamp(1.0 / MAX_CALIBRATION_FACTOR, MAX_CALIBRATION_FACTOR);
+    let mut calibrations = CALIBRATIONS.lock().unwrap_or_else(PoisonError::into_inner);
+    calibrations.retain(|(k, _)| *k != key);
+    if calibrations.len() >= MAX_CALIBRATIONS {
+        calibrations.remove(0);
+    }
+    calibrations.push((key.clone(), ratio));
+    Calibration {
+        model: key,
+        ratio,
+        applied: true,
+    }
+}
+
+/// [`calibrate`] from a provider's usage report, as JS passes it: `{ model, inputTokens,
+/// estimated? }` or `{ model, inputTokens, messages, tools?, format?, encoding?, models? }`
+/// (then the estimate is the uncalibrated count of `messages` with those options).
+pub fn calibrate_usage(usage: &Value) -> Result<Calibration, CountMessagesError> {
+    let Value::Object(obj) = usage else {
+        return Err(options::wrong("usage", "an object", Some(usage)).into());
+    };
+    let tokens = |key: &str| -> Result<Option<u64>, OptionsError> {
+        match obj.get(key).filter(|v| !v.is_null()) {
+            None => Ok(None),
+            Some(v) => v.as_u64().map(Some).ok_or_else(|| {
+                options::wrong(format!("usage.{key}"), "a whole number of tokens", Some(v))
+            }),
+        }
+    };
+    let model = match obj.get("model") {
+        Some(Value::String(model)) => model.clone(),
+        other => return Err(options::wrong("usage.model", "a string", other).into()),
+    };
+    let actual = tokens("inputTokens")?
+        .ok_or_else(|| options::wrong("usage.inputTokens", "a whole number of tokens", None))?;
+    let mut bag = obj.clone();
+    let messages = bag.shift_remove("messages").filter(|v| !v.is_null());
+    for key in ["inputTokens", "estimated"] {
+        bag.shift_remove(key);
+    }
+    let options = CountMessagesOptions::from_value(&Value::Object(bag))?;
+    let estimated = match (tokens("estimated")?, messages) {
+        (Some(estimated), _) => estimated,
+        (None, Some(messages)) => {
+            let messages_options = MessagesOptions {
+                format: options.format,
+                allow_pending_calls: true,
+            };
+            let conv = parse_messages_value(messages, &messages_options)?;
+            with_cache(|cache| count_conversation(&conv, &options, cache))?.total
+        }
+        (None, None) => {
+            return Err(options::wrong(
+                "usage.estimated",
+                "a whole number of tokens (or usage.messages)",
+                None,
+            )
+            .into())
+        }
+    };
+    Ok(calibrate(&model, &options.models, estimated, actual))
+}
+
+/// Forgets every calibration.
+pub fn clear_calibration() {
+    CALIBRATIONS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clear();
+}
+
+#[cfg(test)]
+mod tests;

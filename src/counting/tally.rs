@@ -1,0 +1,257 @@
+//! The tokens of one message, by kind.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::image::{image_tokens, DEFAULT_FILE_TOKENS};
+use crate::count::{count_tokens, CountError, Encoding};
+use crate::messages::{Format, Message, Part, PartKind, Segment, ToolInput};
+use crate::model::{Framing, ImageRule};
+
+/// Tokens around each tool call or tool result beyond its name and content (ids, separators).
+/// No provider publishes this; 3 is an approximation, and a count with tool calls is never
+/// `exact`.
+pub const TOOL_CALL_FRAMING: u64 = 3;
+
+/// Characters of encrypted reasoning (`redacted_thinking` data) per token: the data is
+/// base64 of the original reasoning, so a quarter of its length over-counts it rather than
+/// under-counts it. Never `exact`.
+pub const REDACTED_CHARS_PER_TOKEN: u64 = 4;
+
+/// Tokens by what they are.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ByKind {
+    /// Text and refusals (and unknown parts, counted as their JSON text).
+    pub text: u64,
+    /// Tool calls: name and arguments.
+    pub tool_calls: u64,
+    /// Tool results: their text and JSON content (images in results count as `images`).
+    pub tool_results: u64,
+    /// Images, by the provider's rule.
+    pub images: u64,
+    /// Files, documents and audio: a text document's text, else a flat default.
+    pub files: u64,
+    /// Reasoning text (and encrypted reasoning, estimated).
+    pub reasoning: u64,
+    /// Framing: per message, role and name, per tool call, reply priming, tool definitions.
+    pub overhead: u64,
+}
+
+impl ByKind {
+    /// The sum of every kind.
+    pub fn total(&self) -> u64 {
+        self.text
+            + self.tool_calls
+            + self.tool_results
+            + self.images
+            + self.files
+            + self.reasoning
+            + self.overhead
+    }
+
+    pub(crate) fn add(&mut self, other: &ByKind) {
+        self.text += other.text;
+        self.tool_calls += other.tool_calls;
+        self.tool_results += other.tool_results;
+        self.images += other.images;
+        self.files += other.files;
+        self.reasoning += other.reasoning;
+        self.overhead += other.overhead;
+    }
+}
+
+/// One message's count: its kinds, and whether any part of it was estimated.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Tokens by kind, framing included.
+    pub kinds: ByKind,
+    /// Whether some part follows no published rule (images of unknown size, files, tool
+    /// calls, encrypted reasoning, unknown parts).
+    pub estimated: bool,
+}
+
+/// What a message's count depends on besides the message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Rules {
+    pub encoding: Encoding,
+    pub framing: Framing,
+    pub images: ImageRule,
+}
+
+/// Counts text, and how many times it was asked to (the incremental-cost tests read that).
+pub(crate) struct Tokenizer {
+    pub encoding: Encoding,
+    pub calls: u64,
+}
+
+impl Tokenizer {
+    pub fn count(&mut self, text: &str) -> Result<u64, CountError> {
+        if text.is_empty() {
+            return Ok(0);
+        }
+        self.calls += 1;
+        Ok(count_tokens(text, self.encoding)? as u64)
+    }
+
+    pub fn json(&mut self, value: &Value) -> Result<u64, CountError> {
+        match value {
+            Value::String(s) => self.count(s),
+            Value::Null => Ok(0),
+            other => self.count(&other.to_string()),
+        }
+    }
+}
+
+/// Counts one message: framing (per message, its role, its name), then every part.
+pub(crate) fn tally_message(
+    message: &Message,
+    rules: &Rules,
+    tok: &mut Tokenizer,
+) -> Result<Tally, CountError> {
+    let mut tally = Tally::default();
+    let k = &mut tally.kinds;
+    k.overhead += u64::from(rules.framing.per_message) + tok.count(message.role().name())?;
+    if message.format() == Format::OpenAi {
+        // NOTE: OpenAI's chat format writes a message's `name` in its header (tool and
+        // function messages hold theirs in the whole-message part).
+        let name = message.skeleton.get("name").or_else(|| {
+            (message.is_whole())
+                .then(|| message.parts().first().and_then(|p| p.raw().get("name")))
+                .flatten()
+        });
+        if let Some(Value::String(name)) = name {
+            k.overhead += u64::from(rules.framing.per_name) + tok.count(name)?;
+        }
+    }
+    let whole = message.is_whole();
+    for part in message.parts() {
+        tally_part(part, whole, rules, tok, &mut tally)?;
+    }
+    Ok(tally)
+}
+
+/// Counts one part; `whole` when the part is the whole message (an OpenAI tool message).
+fn tally_part(
+    part: &Part,
+    whole: bool,
+    rules: &Rules,
+    tok: &mut Tokenizer,
+    tally: &mut Tally,
+) -> Result<(), CountError> {
+    let k = &mut tally.kinds;
+    match part.kind() {
+        PartKind::Text | PartKind::Compaction => k.text += tok.count(part.text().unwrap_or(""))?,
+        PartKind::Reasoning => k.reasoning += tok.count(part.text().unwrap_or(""))?,
+        PartKind::RedactedReasoning => {
+            let data = part.raw().get("data").and_then(Value::as_str).unwrap_or("");
+            k.reasoning += (data.len() as u64).div_ceil(REDACTED_CHARS_PER_TOKEN);
+            tally.estimated = true;
+        }
+        PartKind::ToolCall => {
+            k.tool_calls += tok.count(part.tool_name().unwrap_or(""))?;
+            k.tool_calls += match part.tool_input() {
+                Some(ToolInput::Text(text)) => tok.count(text)?,
+                Some(ToolInput::Json(value)) => tok.json(value)?,
+                None => 0,
+            };
+            k.overhead += TOOL_CALL_FRAMING;
+            tally.estimated = true;
+        }
+        PartKind::ToolResult => {
+            // NOTE: an OpenAI tool message is an ordinary chat message (its framing is the
+            // message's); a result inside a content array has a framing of its own.
+            if !whole {
+                k.overhead += TOOL_CALL_FRAMING;
+                tally.estimated = true;
+            }
+            for segment in part.result_content() {
+                match segment {
+                    Segment::Text(text) => tally.kinds.tool_results += tok.count(text)?,
+                    Segment::Json(value) => {
+                        tally.kinds.tool_results += tok.json(value)?;
+                        tally.estimated |= !value.is_string();
+                    }
+                    Segment::Media(item) => media(item, rules, tok, tally)?,
+                }
+            }
+        }
+        PartKind::Image | PartKind::File => media(part.raw(), rules, tok, tally)?,
+        PartKind::Unknown => {
+            tally.estimated = true;
+            let ty = part.raw().get("type").and_then(Value::as_str).unwrap_or("");
+            if ty.contains("image") || ty.contains("file") || ty.contains("document") {
+                media(part.raw(), rules, tok, tally)?;
+            } else {
+                tally.kinds.text += tok.json(part.raw())?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// An image, file, document or audio block: images by the provider's rule, text documents by
+/// their text, anything else the flat [`DEFAULT_FILE_TOKENS`].
+fn media(
+    item: &Value,
+    rules: &Rules,
+    tok: &mut Tokenizer,
+    tally: &mut Tally,
+) -> Result<(), CountError> {
+    let ty = item.get("type").and_then(Value::as_str).unwrap_or("");
+    let media_type = ["mediaType", "mimeType", "media_type"]
+        .iter()
+        .find_map(|key| {
+            (item.get(key))
+                .or_else(|| item.get("source").and_then(|s| s.get(key)))
+                .and_then(Value::as_str)
+        })
+        .unwrap_or("");
+    let data_url_image = [item.get("data"), item.get("image"), item.get("url")]
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .any(|s| s.starts_with("data:image/"));
+    let is_image = matches!(ty, "image" | "image_url" | "image-data" | "input_image")
+        || media_type.starts_with("image/")
+        || data_url_image;
+    if is_image {
+        let (tokens, estimated) = image_tokens(rules.images, item);
+        tally.kinds.images += tokens;
+        tally.estimated |= estimated;
+        return Ok(());
+    }
+    // A text document: Anthropic `{source: {type: "text", data}}` or `{source: {type:
+    // "content", content: [...]}}`, with an optional title and context.
+    let source = item.get("source");
+    let source_type = source.and_then(|s| s.get("type")).and_then(Value::as_str);
+    let text = match (source_type, source) {
+        (Some("text"), Some(source)) => source.get("data").and_then(Value::as_str).map(|s| vec![s]),
+        (Some("content"), Some(source)) => match source.get("content") {
+            Some(Value::String(s)) => Some(vec![s.as_str()]),
+            Some(Value::Array(blocks)) => Some(
+                blocks
+                    .iter()
+                    .filter_map(|b| b.get("text").and_then(Value::as_str))
+                    .collect(),
+            ),
+            _ => None,
+        },
+        _ => None,
+    };
+    tally.estimated = true;
+    match text {
+        Some(texts) => {
+            for text in texts {
+                tally.kinds.files += tok.count(text)?;
+            }
+        }
+        None => tally.kinds.files += DEFAULT_FILE_TOKENS,
+    }
+    for key in ["title", "context"] {
+        if let Some(Value::String(s)) = item.get(key) {
+            tally.kinds.files += tok.count(s)?;
+        }
+    }
+    Ok(())
+}

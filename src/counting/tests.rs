@@ -1,0 +1,469 @@
+use serde_json::{json, Value};
+
+use super::*;
+use crate::count::count_tokens;
+use crate::messages::parse_messages;
+
+fn conv(value: &Value) -> Conversation {
+    parse_messages(value, &MessagesOptions::default()).unwrap()
+}
+
+fn count(value: &Value, options: &CountMessagesOptions) -> MessagesCount {
+    count_conversation(&conv(value), options, &mut CountCache::new(64)).unwrap()
+}
+
+fn model(name: &str) -> CountMessagesOptions {
+    CountMessagesOptions {
+        model: Some(name.to_owned()),
+        ..CountMessagesOptions::default()
+    }
+}
+
+fn fixture(name: &str) -> Value {
+    let path = format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The example of OpenAI's cookbook ("How to count tokens with tiktoken").
+fn cookbook_messages() -> Value {
+    json!([
+        {"role": "system", "content": "You are a helpful, pattern-following assistant that translates corporate jargon into plain English."},
+        {"role": "system", "name": "example_user", "content": "New synergies will help drive top-line growth."},
+        {"role": "system", "name": "example_assistant", "content": "Things working well together will increase revenue."},
+        {"role": "system", "name": "example_user", "content": "Let's circle back when we have more bandwidth to touch base on opportunities for increased leverage."},
+        {"role": "system", "name": "example_assistant", "content": "Let's talk later when we're less busy about how to do better."},
+        {"role": "user", "content": "This late pivot means we don't have time to boil the ocean for the client deliverable."}
+    ])
+}
+
+#[test]
+fn openai_framing_matches_the_cookbook() {
+    let messages = cookbook_messages();
+    // The cookbook prints 124 for gpt-4o and 129 for gpt-4 and gpt-3.5-turbo.
+    let cases = [
+        ("gpt-4o", Encoding::O200kBase, 124),
+        ("gpt-4", Encoding::Cl100kBase, 129),
+        ("gpt-3.5-turbo", Encoding::Cl100kBase, 129),
+    ];
+    for (name, encoding, printed) in cases {
+        let counted = count(&messages, &model(name));
+        // The cookbook's formula: 3 per message, every string value, 1 per name, 3 at the end.
+        let mut expected = 3;
+        for m in messages.as_array().unwrap() {
+            expected += 3;
+            for (key, value) in m.as_object().unwrap() {
+                expected += count_tokens(value.as_str().unwrap(), encoding).unwrap() as u64;
+                expected += u64::from(key == "name");
+            }
+        }
+        assert_eq!(counted.total, expected, "{name}");
+        assert_eq!(counted.total, printed, "{name}");
+        assert!(counted.exact && counted.model.as_ref().unwrap().known);
+        assert_eq!(counted.per_message.iter().sum::<u64>() + 3, counted.total);
+        assert_eq!(counted.by_kind.total(), counted.total);
+        assert_eq!(counted.by_role.values().sum::<u64>() + 3, counted.total);
+    }
+}
+
+#[test]
+fn openai_tool_definitions_match_the_cookbook() {
+    let messages = json!([
+        {"role": "system", "content": "You are a helpful assistant that can answer to questions about the weather."},
+        {"role": "user", "content": "What's the weather like in San Francisco?"}
+    ]);
+    let tools = json!([{"type": "function", "function": {
+        "name": "get_current_weather",
+        "description": "Get the current weather in a given location",
+        "parameters": {"type": "object", "properties": {
+            "location": {"type": "string", "description": "The city and state, e.g. San Francisco, CA"},
+            "unit": {"type": "string", "description": "The unit of temperature to return", "enum": ["celsius", "fahrenheit"]}
+        }, "required": ["location"]}
+    }}]);
+    // The cookbook prints 101 for gpt-4o and 105 for gpt-4.
+    for (name, expected) in [("gpt-4o", 101), ("gpt-4", 105)] {
+        let options = CountMessagesOptions {
+            tools: Some(tools.clone()),
+            ..model(name)
+        };
+        let counted = count(&messages, &options);
+        assert_eq!(counted.total, expected, "{name}");
+        assert!(counted.tools > 0 && !counted.exact);
+    }
+}
+
+#[test]
+fn every_kind_is_counted_where_it_belongs() {
+    let input = fixture("messages/anthropic-thinking-tools.input.json");
+    let counted = count(&input, &CountMessagesOptions::default());
+    let k = counted.by_kind;
+    assert!(
+        k.text > 0 && k.tool_calls > 0 && k.tool_results > 0 && k.reasoning > 0 && k.overhead > 0
+    );
+    // The request names claude-sonnet-4-5: Anthropic's area rule; the 1x1 PNG costs 1 token.
+    assert_eq!(k.images, 1);
+    assert_eq!(counted.model.as_ref().unwrap().name, "claude-sonnet-4");
+    assert!(!counted.exact && counted.system > 0 && counted.tools > 0);
+    assert_eq!(counted.format, Format::Anthropic);
+    assert_eq!(k.total(), counted.total);
+    assert_eq!(
+        counted.per_message.iter().sum::<u64>() + counted.system + counted.tools + 3,
+        counted.total
+    );
+    let reasoning =
+        count_tokens("I should read both files in parallel.", Encoding::O200kBase).unwrap() as u64;
+    let data = input["messages"][3]["content"][0]["data"].as_str().unwrap();
+    let redacted = (data.len() as u64).div_ceil(REDACTED_CHARS_PER_TOKEN);
+    assert_eq!(k.reasoning, reasoning + redacted);
+
+    let input = fixture("messages/openai-images-refusal.input.json");
+    let counted = count(&input, &CountMessagesOptions::default());
+    // A low-detail image is 85, whatever its size; the audio clip and the PDF are flat.
+    assert_eq!(counted.by_kind.images, 85);
+    assert_eq!(counted.by_kind.files, 2 * DEFAULT_FILE_TOKENS);
+    assert!(!counted.exact);
+    assert_eq!(counted.model.as_ref().unwrap().name, "gpt-4o");
+    // The base64 data is never text: the user message is its text, its name, images and files.
+    let user = 3
+        + 1
+        + 1
+        + count_tokens("alice", Encoding::O200kBase).unwrap() as u64
+        + count_tokens("What is in this picture?", Encoding::O200kBase).unwrap() as u64
+        + 85
+        + 2 * DEFAULT_FILE_TOKENS;
+    assert_eq!(counted.per_message[1], user);
+}
+
+#[test]
+fn images_follow_the_provider_rule() {
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+    let openai = |image: Value| json!([{"role": "user", "content": [image]}]);
+    let high = openai(
+        json!({"type": "image_url", "image_url": {"url": "https://x/a.png", "detail": "high", "width": 1024, "height": 1024}}),
+    );
+    let counted = count(&high, &model("gpt-4o"));
+    assert_eq!((counted.by_kind.images, counted.exact), (765, true));
+    let tall = openai(
+        json!({"type": "image_url", "image_url": {"url": "https://x/a.png", "width": 2048, "height": 4096}}),
+    );
+    assert_eq!(count(&tall, &model("gpt-4o")).by_kind.images, 1105);
+    let unknown = openai(json!({"type": "image_url", "image_url": {"url": "https://x/a.png"}}));
+    let counted = count(&unknown, &model("gpt-4o"));
+    assert_eq!((counted.by_kind.images, counted.exact), (765, false));
+    let inline = openai(
+        json!({"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{png}")}}),
+    );
+    let counted = count(&inline, &model("gpt-4o"));
+    assert_eq!(
+        (counted.by_kind.images, counted.by_kind.text, counted.exact),
+        (255, 0, true)
+    );
+    let anthropic = json!([{"role": "user", "content": [
+        {"type": "image", "source": {"type": "url", "url": "https://x/a.jpg"}, "width": 1000, "height": 1000}
+    ]}]);
+    assert_eq!(
+        count(&anthropic, &model("claude-sonnet-4-5"))
+            .by_kind
+            .images,
+        1334
+    );
+    let gemini =
+        json!([{"role": "user", "content": [{"type": "image", "image": "https://x/a.png"}]}]);
+    assert_eq!(count(&gemini, &model("gemini-2.5-pro")).by_kind.images, 258);
+}
+
+#[test]
+fn every_fixture_counts_in_every_format() {
+    let dir = format!("{}/tests/data/messages", env!("CARGO_MANIFEST_DIR"));
+    let mut seen = 0;
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.ends_with(".input.json") {
+            continue;
+        }
+        let value: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let Ok(conversation) = parse_messages(&value, &MessagesOptions::default()) else {
+            continue;
+        };
+        let counted = count_conversation(
+            &conversation,
+            &CountMessagesOptions::default(),
+            &mut CountCache::new(8),
+        )
+        .unwrap();
+        assert_eq!(counted.by_kind.total(), counted.total, "{name}");
+        assert_eq!(
+            counted.per_message.len(),
+            conversation.messages().len(),
+            "{name}"
+        );
+        seen += 1;
+    }
+    assert!(seen >= 10);
+}
+
+fn long_conversation(n: usize) -> Value {
+    let mut list = Vec::new();
+    for i in 0..n {
+        let role = if i % 2 == 0 { "user" } else { "assistant" };
+        list.push(json!({"role": role, "content": format!("message {i}: the quick brown fox {}", "jumps ".repeat(i % 7))}));
+    }
+    Value::Array(list)
+}
+
+#[test]
+fn the_cache_only_changes_the_cost() {
+    let mut value = long_conversation(1_000);
+    let options = model("claude-sonnet-4");
+    let mut cache = CountCache::new(DEFAULT_CAPACITY);
+    let first = count_conversation(&conv(&value), &options, &mut cache).unwrap();
+    let stats = cache.stats();
+    assert_eq!((stats.hits, stats.misses), (0, 1_000));
+    // Counting again is all hits and the same result.
+    let again = count_conversation(&conv(&value), &options, &mut cache).unwrap();
+    assert_eq!(again, first);
+    assert_eq!(cache.stats().tokenizer_calls, stats.tokenizer_calls);
+    // Append one message: only it reaches the tokenizer (its role and its text).
+    value
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"role": "user", "content": "one more"}));
+    let before = cache.stats();
+    let appended = count_conversation(&conv(&value), &options, &mut cache).unwrap();
+    let after = cache.stats();
+    assert_eq!(after.misses - before.misses, 1);
+    assert_eq!(after.tokenizer_calls - before.tokenizer_calls, 2);
+    let fresh = count_conversation(&conv(&value), &options, &mut CountCache::new(2)).unwrap();
+    assert_eq!(appended, fresh);
+    // Another encoding is another key.
+    let cl100k = CountMessagesOptions {
+        encoding: Some(Encoding::Cl100kBase),
+        ..options.clone()
+    };
+    let other = count_conversation(&conv(&value), &cl100k, &mut cache).unwrap();
+    assert_eq!(
+        other,
+        count_conversation(&conv(&value), &cl100k, &mut CountCache::new(2)).unwrap()
+    );
+    assert!(cache.len() <= DEFAULT_CAPACITY);
+}
+
+#[test]
+fn the_cache_stays_bounded() {
+    let value = long_conversation(500);
+    let mut cache = CountCache::new(100);
+    let first =
+        count_conversation(&conv(&value), &CountMessagesOptions::default(), &mut cache).unwrap();
+    assert!(cache.len() <= 100);
+    let again =
+        count_conversation(&conv(&value), &CountMessagesOptions::default(), &mut cache).unwrap();
+    assert_eq!(first, again);
+}
+
+#[test]
+fn within_limit_stops_early() {
+    let value = long_conversation(1_000);
+    let conversation = conv(&value);
+    let options = CountMessagesOptions::default();
+    let total = count_conversation(&conversation, &options, &mut CountCache::new(2))
+        .unwrap()
+        .total;
+    let mut cache = CountCache::new(DEFAULT_CAPACITY);
+    assert_eq!(
+        within_limit(&conversation, total, &options, &mut cache).unwrap(),
+        Some(total)
+    );
+    assert_eq!(
+        within_limit(&conversation, total - 1, &options, &mut cache).unwrap(),
+        None
+    );
+    let mut cache = CountCache::new(DEFAULT_CAPACITY);
+    assert_eq!(
+        within_limit(&conversation, 100, &options, &mut cache).unwrap(),
+        None
+    );
+    assert!(cache.stats().misses < 20, "{:?}", cache.stats());
+}
+
+#[test]
+fn overrides_merge_over_the_registry() {
+    let mut models = ModelOverrides::default();
+    models.insert(
+        "gpt-4o",
+        ModelOverride {
+            context_window: Some(64_000),
+            ..ModelOverride::default()
+        },
+    );
+    models.insert(
+        "acme/my-llm",
+        ModelOverride {
+            encoding: Some(Encoding::Cl100kBase),
+            per_message: Some(5),
+            ..ModelOverride::default()
+        },
+    );
+    models.insert(
+        "gpt-4",
+        ModelOverride {
+            max_output: Some(1),
+            ..ModelOverride::default()
+        },
+    );
+    let info = model_info_with("gpt-4o-mini", &models);
+    assert_eq!(
+        (info.name.as_str(), info.context_window, info.exact),
+        ("gpt-4o", 64_000, true)
+    );
+    let info = model_info_with("ACME/my-llm-7b", &models);
+    assert_eq!(
+        (
+            info.known,
+            info.exact,
+            info.encoding,
+            info.framing.per_message
+        ),
+        (true, false, Encoding::Cl100kBase, 5)
+    );
+    assert_eq!(model_info_with("gpt-4-turbo", &models).max_output, 4_096);
+    assert_eq!(model_info_with("gpt-4-0613", &models).max_output, 1);
+    assert!(!model_info_with("other", &models).known);
+
+    let options = CountMessagesOptions::from_value(&json!({
+        "model": "my-llm", "models": {"my-llm": {"contextWindow": 1000, "framing": {"perMessage": 10}}}
+    }))
+    .unwrap();
+    let counted = count(&json!([{"role": "user", "content": "hi"}]), &options);
+    assert_eq!(counted.per_message[0], 10 + 1 + 1);
+    assert_eq!(counted.model.unwrap().context_window, 1000);
+}
+
+#[test]
+fn options_errors_name_the_field() {
+    let err = |v: Value| CountMessagesOptions::from_value(&v).unwrap_err();
+    let e = err(json!({"encoding": "p50k_base"}));
+    assert!(
+        e.is_range_error() && e.to_string().contains("options.encoding"),
+        "{e}"
+    );
+    let e = err(json!({"models": {"x": {"contextWindow": "big"}}}));
+    assert_eq!(
+        e.to_string(),
+        "options.models[\"x\"].contextWindow: expected a whole number of tokens, found a string"
+    );
+    assert!(!err(json!({"tools": 3})).is_range_error());
+    assert!(err(json!({"format": "gemini"})).is_range_error());
+    assert!(err(json!({"models": {"x": {"provider": "acme"}}})).is_range_error());
+    assert!(!err(json!({"models": {"x": {"images": {"rule": "tiles"}}}})).is_range_error());
+    assert_eq!(
+        CountMessagesOptions::from_value(&Value::Null).unwrap(),
+        CountMessagesOptions::default()
+    );
+    let e = count_messages_str(
+        r#"[{"role": "user", "content": 5}]"#,
+        &CountMessagesOptions::default(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "messages[0].content: expected a string or an array, found a number"
+    );
+}
+
+#[test]
+fn calibration_scales_only_approximate_models() {
+    let json = r#"[{"role": "user", "content": "calibrate me, please"}]"#;
+    let options = model("zz-calibration-test");
+    let raw = count_messages_str(json, &options).unwrap();
+    assert!(!raw.calibrated && raw.uncalibrated.is_none());
+    let calibration = calibrate(
+        "zz-calibration-test",
+        &ModelOverrides::default(),
+        raw.total,
+        raw.total * 3 / 2,
+    );
+    assert!(calibration.applied);
+    let scaled = count_messages_str(json, &options).unwrap();
+    assert!(scaled.calibrated);
+    assert_eq!(scaled.uncalibrated, Some(raw.total));
+    assert_eq!(
+        scaled.total,
+        (raw.total as f64 * calibration.ratio).round() as u64
+    );
+    assert_eq!(
+        within_limit_str(json, scaled.total, &options).unwrap(),
+        Some(scaled.total)
+    );
+    assert_eq!(
+        within_limit_str(json, scaled.total - 1, &options).unwrap(),
+        None
+    );
+    // Exact models are never calibrated; ratios are clamped.
+    assert!(!calibrate("gpt-4o", &ModelOverrides::default(), 10, 20).applied);
+    assert_eq!(
+        calibrate("zz-calibration-test", &ModelOverrides::default(), 10, 1_000).ratio,
+        2.0
+    );
+}
+
+#[test]
+fn every_prefix_of_every_fixture_counts_the_same_cached_and_fresh() {
+    let dir = format!("{}/tests/data/messages", env!("CARGO_MANIFEST_DIR"));
+    let mut shared = CountCache::new(DEFAULT_CAPACITY);
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if !path.to_string_lossy().ends_with(".input.json") {
+            continue;
+        }
+        let value: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let Ok(full) = parse_messages(&value, &MessagesOptions::default()) else {
+            continue;
+        };
+        for options in [
+            CountMessagesOptions::default(),
+            model("claude-sonnet-4"),
+            model("gemini-2.5-pro"),
+        ] {
+            let mut conversation = full.clone();
+            let all = std::mem::take(conversation.messages_mut());
+            for message in all {
+                conversation.messages_mut().push(message);
+                let cached = count_conversation(&conversation, &options, &mut shared).unwrap();
+                let fresh =
+                    count_conversation(&conversation, &options, &mut CountCache::new(2)).unwrap();
+                assert_eq!(cached, fresh, "{}", path.display());
+            }
+        }
+    }
+}
+
+#[test]
+fn calibration_from_a_usage_report() {
+    let usage = json!({
+        "model": "zz-usage-test",
+        "inputTokens": 30,
+        "messages": [{"role": "user", "content": "hello world"}],
+    });
+    // 9 estimated (2 + 3 + 1 + 3), 30 reported: clamped to 2.
+    let calibration = calibrate_usage(&usage).unwrap();
+    assert_eq!(
+        (
+            calibration.model.as_str(),
+            calibration.ratio,
+            calibration.applied
+        ),
+        ("zz-usage-test", 2.0, true)
+    );
+    let calibration =
+        calibrate_usage(&json!({"model": "zz-usage-test", "inputTokens": 12, "estimated": 10}))
+            .unwrap();
+    assert_eq!(calibration.ratio, 1.2);
+    let err = calibrate_usage(&json!({"model": "zz-usage-test"})).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "usage.inputTokens: expected a whole number of tokens, found nothing"
+    );
+    let err = calibrate_usage(&json!({"model": "zz-usage-test", "inputTokens": 5})).unwrap_err();
+    assert!(err.to_string().starts_with("usage.estimated"), "{err}");
+    assert!(calibrate_usage(&json!([])).is_err());
+}

@@ -1,0 +1,256 @@
+// countMessages / isWithinLimit / modelInfo / calibrate through the built package, against npm
+// tiktoken where the count is exact, on the shared fixtures of all three formats.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync } from "node:fs";
+import {
+  calibrate,
+  clearCalibration,
+  clearCountCache,
+  countMessages,
+  isWithinLimit,
+  modelInfo,
+} from "context-keeper";
+import { referenceCount, sampleConversation } from "./reference.mjs";
+
+const dataDir = new URL("../data/messages/", import.meta.url);
+const fixtures = Object.fromEntries(
+  readdirSync(dataDir)
+    .filter((name) => name.endsWith(".input.json"))
+    .map((name) => [name.replace(".input.json", ""), JSON.parse(readFileSync(new URL(name, dataDir), "utf8"))]),
+);
+const sum = (list) => list.reduce((a, b) => a + b, 0);
+const kindsTotal = (byKind) => sum(Object.values(byKind));
+
+// The example of OpenAI's cookbook "How to count tokens with tiktoken".
+const cookbook = [
+  { role: "system", content: "You are a helpful, pattern-following assistant that translates corporate jargon into plain English." },
+  { role: "system", name: "example_user", content: "New synergies will help drive top-line growth." },
+  { role: "system", name: "example_assistant", content: "Things working well together will increase revenue." },
+  { role: "system", name: "example_user", content: "Let's circle back when we have more bandwidth to touch base on opportunities for increased leverage." },
+  { role: "system", name: "example_assistant", content: "Let's talk later when we're less busy about how to do better." },
+  { role: "user", content: "This late pivot means we don't have time to boil the ocean for the client deliverable." },
+];
+
+/** The cookbook's num_tokens_from_messages, on npm tiktoken. */
+function cookbookCount(messages, encoding) {
+  let total = 3;
+  for (const message of messages) {
+    total += 3;
+    for (const [key, value] of Object.entries(message)) {
+      total += referenceCount(value, encoding) + (key === "name" ? 1 : 0);
+    }
+  }
+  return total;
+}
+
+test("OpenAI framing equals the cookbook's count (124 for gpt-4o, 129 for gpt-4)", () => {
+  for (const [model, encoding, printed] of [["gpt-4o", "o200k_base", 124], ["gpt-4", "cl100k_base", 129]]) {
+    const count = countMessages(cookbook, { model });
+    assert.equal(count.total, cookbookCount(cookbook, encoding), model);
+    assert.equal(count.total, printed, model);
+    assert.equal(count.exact, true);
+    assert.equal(count.encoding, encoding);
+    assert.equal(count.format, "openai");
+    assert.equal(count.model.name, model);
+    assert.deepEqual(count.byRole, { system: count.total - 3 - count.perMessage[5], user: count.perMessage[5] });
+    assert.equal(kindsTotal(count.byKind), count.total);
+    assert.equal(count.byKind.text, sum(cookbook.map((m) => referenceCount(m.content, encoding))));
+  }
+  // Without a model: OpenAI's accounting with o200k_base; no model in the result.
+  const plain = countMessages(cookbook);
+  assert.equal(plain.total, 124);
+  assert.equal(plain.model, null);
+});
+
+test("the sample conversation: every kind equals npm tiktoken plus the documented framing", () => {
+  for (const encoding of ["o200k_base", "cl100k_base"]) {
+    const count = countMessages(sampleConversation, { encoding });
+    const expected = { text: 0, toolCalls: 0, toolResults: 0, images: 0, files: 0, reasoning: 0, overhead: 3 };
+    for (const m of sampleConversation) {
+      expected.overhead += 3 + referenceCount(m.role, encoding);
+      const content = typeof m.content === "string" ? referenceCount(m.content, encoding) : 0;
+      if (m.role === "tool") expected.toolResults += content;
+      else expected.text += content;
+      for (const call of m.tool_calls ?? []) {
+        expected.toolCalls += referenceCount(call.function.name, encoding) + referenceCount(call.function.arguments, encoding);
+        expected.overhead += 3;
+      }
+    }
+    assert.deepEqual(count.byKind, expected, encoding);
+    assert.equal(count.total, kindsTotal(expected));
+    assert.equal(count.perMessage.length, sampleConversation.length);
+    assert.equal(sum(count.perMessage) + 3, count.total);
+    // Tool calls follow no published rule: not exact.
+    assert.equal(count.exact, sampleConversation.some((m) => m.tool_calls) ? false : true);
+  }
+});
+
+test("every fixture of every format counts, and the kinds add up", () => {
+  const formats = new Set();
+  for (const [name, input] of Object.entries(fixtures)) {
+    let count;
+    try {
+      count = countMessages(input);
+    } catch (err) {
+      // Only malformed fixtures fail, with a TypeError naming the place.
+      assert.ok(err instanceof TypeError && /messages\[\d+\]|system/.test(err.message), `${name}: ${err.message}`);
+      continue;
+    }
+    formats.add(count.format);
+    const list = Array.isArray(input) ? input : input.messages;
+    assert.equal(count.perMessage.length, list.length, name);
+    assert.equal(kindsTotal(count.byKind), count.total, name);
+    assert.equal(sum(count.perMessage) + count.system + count.tools + 3, count.total, name);
+    assert.equal(sum(Object.values(count.byRole)), count.total - count.tools - 3, name);
+    // The same conversation with its format named counts the same.
+    assert.deepEqual(countMessages(input, { format: count.format }), count, name);
+  }
+  assert.deepEqual([...formats].sort(), ["aisdk", "anthropic", "openai"]);
+});
+
+test("Anthropic: thinking, tools, images in results, system prompt and tool definitions", () => {
+  const input = fixtures["anthropic-thinking-tools"];
+  const count = countMessages(input);
+  assert.equal(count.model.name, "claude-sonnet-4"); // from the request's own `model`
+  assert.equal(count.exact, false);
+  const thinking = input.messages[1].content[0].thinking;
+  const redacted = input.messages[3].content[0].data;
+  assert.equal(count.byKind.reasoning, referenceCount(thinking) + Math.ceil(redacted.length / 4));
+  assert.equal(count.byKind.images, 1); // a 1x1 PNG: ceil(1 * 1 / 750)
+  const systemText = input.system.map((b) => b.text);
+  assert.equal(count.system, 3 + referenceCount("system") + sum(systemText.map((t) => referenceCount(t))));
+  assert.equal(count.tools, referenceCount(JSON.stringify(input.tools)));
+  // Tools passed in the options win over the request's.
+  assert.equal(countMessages(input, { tools: [] }).tools, 0);
+});
+
+test("AI SDK: tool calls as JSON, json outputs, media in results", () => {
+  const input = fixtures["aisdk-v5-tools"];
+  const count = countMessages(input, { model: "gpt-4o" });
+  assert.equal(count.format, "aisdk");
+  const calls = input[2].content.filter((p) => p.type === "tool-call");
+  assert.equal(
+    count.byKind.toolCalls,
+    sum(calls.map((c) => referenceCount(c.toolName) + referenceCount(JSON.stringify(c.input)))),
+  );
+  assert.equal(count.byKind.reasoning, referenceCount(input[2].content[0].text));
+  // An image by URL and a media PNG in a tool result whose data is too short to show its size:
+  // 765 each (1024x1024 at high detail, the documented default); a PDF, 1,500.
+  assert.equal(count.byKind.images, 765 + 765);
+  assert.equal(count.byKind.files, 1500);
+});
+
+test("images: the provider's rule, known sizes, and base64 never counted as text", () => {
+  const big = "A".repeat(1_000_000);
+  const openai = [{ role: "user", content: [
+    { type: "text", text: "look" },
+    { type: "image_url", image_url: { url: `data:image/png;base64,${big}`, detail: "high" } },
+    { type: "image_url", image_url: { url: "https://example.com/a.png", detail: "low" } },
+    { type: "image_url", image_url: { url: "https://example.com/b.png", width: 2048, height: 4096 } },
+  ] }];
+  const count = countMessages(openai, { model: "gpt-4o" });
+  assert.equal(count.byKind.text, referenceCount("look"));
+  assert.equal(count.byKind.images, 765 + 85 + 1105);
+  assert.equal(count.exact, false); // the first image's size is unknown
+  const anthropic = { messages: [{ role: "user", content: [
+    { type: "image", source: { type: "base64", media_type: "image/png", data: big } },
+    { type: "image", source: { type: "url", url: "https://example.com/c.jpg" }, width: 1000, height: 1000 },
+  ] }] };
+  const claude = countMessages(anthropic, { model: "claude-opus-4-1" });
+  assert.equal(claude.byKind.images, 1600 + 1334);
+  assert.equal(claude.byKind.text, 0);
+});
+
+test("isWithinLimit: the count when it fits, false when it does not", () => {
+  const { total } = countMessages(sampleConversation, { model: "gpt-4o" });
+  assert.equal(isWithinLimit(sampleConversation, total, { model: "gpt-4o" }), total);
+  assert.equal(isWithinLimit(sampleConversation, total - 1, { model: "gpt-4o" }), false);
+  assert.equal(isWithinLimit(sampleConversation, 0), false);
+  assert.equal(isWithinLimit(sampleConversation, Infinity), countMessages(sampleConversation).total);
+  assert.throws(() => isWithinLimit(sampleConversation, -1), RangeError);
+  assert.throws(() => isWithinLimit(sampleConversation, "1000"), { name: "TypeError", message: "limit: expected a number, found a string" });
+});
+
+test("re-counting after an append equals a fresh count", () => {
+  const history = [];
+  for (let i = 0; i < 1000; i++) {
+    history.push({ role: i % 2 ? "assistant" : "user", content: `turn ${i}: ${"lorem ipsum ".repeat(i % 13)}` });
+  }
+  const first = countMessages(history, { model: "claude-sonnet-4" });
+  history.push({ role: "user", content: "and one more" });
+  const again = countMessages(history, { model: "claude-sonnet-4" });
+  clearCountCache();
+  const fresh = countMessages(history, { model: "claude-sonnet-4" });
+  assert.deepEqual(again, fresh);
+  assert.deepEqual(again.perMessage.slice(0, 1000), first.perMessage);
+  // The cache saves the tokenizing (asserted on a counter of tokenizer calls in the Rust tests);
+  // parsing the JSON that crosses the boundary stays linear in the conversation.
+});
+
+test("modelInfo: exact, prefix, unknown, and the caller's entries", () => {
+  const mini = modelInfo("gpt-4o-mini-2024-07-18");
+  assert.deepEqual(
+    { name: mini.name, provider: mini.provider, contextWindow: mini.contextWindow, encoding: mini.encoding, exact: mini.exact, known: mini.known },
+    { name: "gpt-4o", provider: "openai", contextWindow: 128000, encoding: "o200k_base", exact: true, known: true },
+  );
+  assert.deepEqual(mini.framing, { perMessage: 3, perName: 1, replyPriming: 3 });
+  assert.deepEqual(mini.images, { rule: "tiles", base: 85, perTile: 170 });
+  assert.deepEqual(modelInfo("claude-sonnet-4-5").images, { rule: "area", divisor: 750, maxSide: 1568 });
+  const unknown = modelInfo("my-finetune");
+  assert.equal(unknown.known, false);
+  assert.equal(unknown.exact, false);
+  const models = { "my-finetune": { contextWindow: 32000, encoding: "cl100k_base", framing: { perMessage: 4 } } };
+  const mine = modelInfo("my-finetune-v2", { models });
+  assert.equal(mine.known, true);
+  assert.equal(mine.contextWindow, 32000);
+  assert.equal(mine.framing.perMessage, 4);
+  assert.equal(modelInfo("gpt-4o", { models: { "gpt-4o": { contextWindow: 1000 } } }).contextWindow, 1000);
+  const count = countMessages([{ role: "user", content: "hi" }], { model: "my-finetune", models });
+  assert.equal(count.perMessage[0], 4 + referenceCount("user", "cl100k_base") + referenceCount("hi", "cl100k_base"));
+  assert.equal(count.model.contextWindow, 32000);
+  assert.throws(() => modelInfo(42), { name: "TypeError", message: "model: expected a string, found a number" });
+  assert.throws(() => modelInfo("x", { models: { x: { encoding: "p50k_base" } } }), RangeError);
+  assert.throws(() => modelInfo("x", { models: { x: { contextWindow: "big" } } }), {
+    name: "TypeError",
+    message: 'options.models["x"].contextWindow: expected a whole number of tokens, found a string',
+  });
+});
+
+test("errors: a TypeError naming the message and field, a RangeError for unknown names", () => {
+  assert.throws(() => countMessages([{ role: "user", content: "ok" }, { role: "user", content: 5 }]), {
+    name: "TypeError",
+    message: "messages[1].content: expected a string or an array, found a number",
+  });
+  assert.throws(() => countMessages([{ role: "wizard", content: "x" }]), (err) => err instanceof TypeError && /messages\[0\]\.role/.test(err.message));
+  assert.throws(() => countMessages(cookbook, { encoding: "p50k_base" }), (err) => err instanceof RangeError && /p50k_base/.test(err.message));
+  assert.throws(() => countMessages(cookbook, { format: "gemini" }), RangeError);
+  assert.throws(() => countMessages(cookbook, "gpt-4o"), { name: "TypeError", message: "options: expected an object, found a string" });
+  assert.throws(() => countMessages(undefined), TypeError);
+  const cyclic = [];
+  cyclic.push(cyclic);
+  assert.throws(() => countMessages(cyclic), TypeError);
+  // An unknown model is not an error: conservative defaults, flagged.
+  const count = countMessages(cookbook, { model: "llama-99" });
+  assert.equal(count.model.known, false);
+  assert.equal(count.exact, false);
+  assert.equal(countMessages([{ role: "user", content: "hello world" }]).total, 9);
+});
+
+test("calibrate: scales approximate models only, latest call wins", () => {
+  clearCalibration();
+  const messages = [{ role: "user", content: "How many tokens is this, really?" }];
+  const raw = countMessages(messages, { model: "claude-haiku-4-5" });
+  const cal = calibrate({ model: "claude-haiku-4-5", inputTokens: Math.round(raw.total * 1.25), messages });
+  assert.equal(cal.applied, true);
+  assert.equal(cal.model, "claude-haiku-4");
+  const scaled = countMessages(messages, { model: "claude-haiku-4-5" });
+  assert.equal(scaled.calibrated, true);
+  assert.equal(scaled.uncalibrated, raw.total);
+  assert.equal(scaled.total, Math.round(raw.total * cal.ratio));
+  assert.equal(calibrate({ model: "gpt-4o", inputTokens: 100, estimated: 50 }).applied, false);
+  assert.equal(countMessages(messages, { model: "gpt-4o" }).calibrated, false);
+  assert.throws(() => calibrate({ model: "claude-haiku-4-5" }), TypeError);
+  clearCalibration();
+  assert.equal(countMessages(messages, { model: "claude-haiku-4-5" }).calibrated, false);
+});
