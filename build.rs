@@ -2,11 +2,17 @@
 //! nothing is parsed from text at run time.
 //!
 //! For each encoding enabled by a Cargo feature (`o200k`, `cl100k`) it writes:
-//! - `<enc>.tok`: every token's bytes in lexicographic order, front-coded: for each token one
-//!   byte "length shared with the previous token", one byte "length of the rest", the rest.
-//!   Sorted front-coded bytes compress far better (gzip) than the same bytes in rank order.
+//! - `<enc>.tok`: the bytes of every token of three bytes or more in lexicographic order,
+//!   front-coded: for each token one byte "length shared with the previous token", one byte
+//!   "length of the rest", the rest. Sorted front-coded bytes compress far better (gzip) than
+//!   the same bytes in rank order.
 //! - `<enc>.rank`: the rank of each token of `<enc>.tok`, in the same order, packed
 //!   little-endian in `RANK_BITS` bits each.
+//! - `<enc>.grp`: the directory of `<enc>.tok` by two-byte prefix, so the reader can decode
+//!   one prefix's tokens without the others: for each prefix in order, the prefix (2 bytes),
+//!   its token count (u16), their bytes (u32) and their length in `<enc>.tok` (u32).
+//! - `<enc>.short`: the rank of each byte (256 u32), then every two-byte token as its bytes
+//!   and its rank (u32).
 //!
 //! And, for both encodings, `ucd.idx` / `ucd.blk`: a two-level table giving each code point a
 //! class byte (letter, number, white space, and the two o200k casing classes), computed from
@@ -84,15 +90,51 @@ fn write_encoding(
     );
 
     let rank_bits = 32 - (expected - 1).leading_zeros();
+    // One- and two-byte tokens go to their own direct tables.
+    let mut short = Vec::with_capacity(2048 + 6 * 8192);
+    for b in 0..=255u8 {
+        let rank = tokens
+            .iter()
+            .find(|(t, _)| t.as_slice() == [b])
+            .map(|(_, r)| *r);
+        short.extend_from_slice(&rank.expect("every byte is a token").to_le_bytes());
+    }
+    for (bytes, rank) in tokens.iter().filter(|(t, _)| t.len() == 2) {
+        short.extend_from_slice(bytes);
+        short.extend_from_slice(&rank.to_le_bytes());
+    }
+    let long: Vec<&(Vec<u8>, u32)> = tokens.iter().filter(|(t, _)| t.len() >= 3).collect();
     let mut tok = Vec::with_capacity(total);
-    let mut ranks = Vec::with_capacity(tokens.len() * rank_bits as usize / 8 + 8);
+    let mut ranks = Vec::with_capacity(long.len() * rank_bits as usize / 8 + 8);
+    let mut groups: Vec<u8> = Vec::new();
     let (mut acc, mut nbits) = (0u64, 0u32);
     let mut prev: &[u8] = &[];
-    for (bytes, rank) in &tokens {
+    // (prefix, tokens, bytes, stream bytes) of the current group.
+    let mut group: Option<([u8; 2], u32, u32, u32)> = None;
+    let flush = |groups: &mut Vec<u8>, g: Option<([u8; 2], u32, u32, u32)>| {
+        if let Some((prefix, count, bytes, stream)) = g {
+            let count = u16::try_from(count).expect("a group of fewer than 65536 tokens");
+            groups.extend_from_slice(&prefix);
+            groups.extend_from_slice(&count.to_le_bytes());
+            groups.extend_from_slice(&bytes.to_le_bytes());
+            groups.extend_from_slice(&stream.to_le_bytes());
+        }
+    };
+    for (bytes, rank) in &long {
+        let prefix = [bytes[0], bytes[1]];
+        if group.map(|g| g.0) != Some(prefix) {
+            flush(&mut groups, group);
+            group = Some((prefix, 0, 0, 0));
+        }
         let shared = prev.iter().zip(bytes).take_while(|(a, b)| a == b).count();
         tok.push(shared as u8);
         tok.push((bytes.len() - shared) as u8);
         tok.extend_from_slice(&bytes[shared..]);
+        if let Some(g) = group.as_mut() {
+            g.1 += 1;
+            g.2 += bytes.len() as u32;
+            g.3 += 2 + (bytes.len() - shared) as u32;
+        }
         prev = bytes;
         acc |= u64::from(*rank) << nbits;
         nbits += rank_bits;
@@ -102,6 +144,7 @@ fn write_encoding(
             nbits -= 8;
         }
     }
+    flush(&mut groups, group);
     if nbits > 0 {
         ranks.push(acc as u8);
     }
@@ -109,10 +152,12 @@ fn write_encoding(
     ranks.extend_from_slice(&[0; 4]);
     std::fs::write(out.join(format!("{file}.tok")), &tok).expect("write tokens");
     std::fs::write(out.join(format!("{file}.rank")), &ranks).expect("write ranks");
+    std::fs::write(out.join(format!("{file}.short")), &short).expect("write short tokens");
+    std::fs::write(out.join(format!("{file}.grp")), &groups).expect("write groups");
     let _ = writeln!(
         consts,
         "pub(crate) const {name}_TOKENS: usize = {};",
-        tokens.len()
+        long.len()
     );
     let _ = writeln!(consts, "pub(crate) const {name}_BYTES: usize = {total};");
     let _ = writeln!(

@@ -107,6 +107,18 @@ fn long_runs_match_reference() {
     }
 }
 
+/// Pieces long enough for the chunked merge (20 KiB and more).
+#[test]
+fn very_long_runs_match_reference() {
+    for unit in ["a", "!", "ab", "中", "é", "xyz", ".,"] {
+        for n in [20_480usize, 20_481, 33_333, 50_001, 70_001] {
+            let run = unit.repeat(n.div_ceil(unit.len()));
+            assert_equal(&run);
+            assert_equal(&format!("Q{run}"));
+        }
+    }
+}
+
 #[test]
 fn long_texts_match_reference() {
     let mut text = String::new();

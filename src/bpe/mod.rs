@@ -5,11 +5,14 @@
 //! - Pre-tokenizing: hand-written scanners ([`split`]) replace the backtracking regex; each
 //!   character is looked at a bounded number of times, so every input class is linear.
 //! - Vocabulary: `build.rs` writes each encoding's tokens (sorted, front-coded, ranks
-//!   bit-packed) into the binary; the first use of an encoding decodes them into one buffer
-//!   and a hash index ([`vocab`]). There is no base64 or text parsing, no decoder, no regex
+//!   bit-packed, with a directory by two-byte prefix) into the binary; the first use of an
+//!   encoding reads the directory, and each prefix's tokens are decoded and hashed when first
+//!   needed ([`vocab`]). There is no base64 or text parsing, no decoder, no regex
 //!   compilation. An encoding never used is never decoded.
-//! - Merging: tiktoken's rank merge for short pieces, a heap merge for long ones
-//!   (O(n log n), so a megabyte of one letter is fast).
+//! - Merging: tiktoken's rank merge for short pieces (with a small cache of recent pieces'
+//!   counts), a heap merge for longer ones, and for pieces of 20 KiB and more a merge chunk by
+//!   chunk whose every cut is proven not to change the result (so a megabyte of one letter is
+//!   fast and needs bounded memory; see `Vocab::merge_chunked`).
 //!
 //! Special-token text such as `<|endoftext|>` is counted as ordinary text, as
 //! [`crate::count_tokens`] does.
@@ -18,6 +21,7 @@ mod class;
 mod split;
 mod vocab;
 
+use std::cell::RefCell;
 use std::sync::OnceLock;
 
 use crate::count::{CountError, Encoding};
@@ -32,6 +36,8 @@ mod generated {
 static O200K_SOURCE: Source = Source {
     tokens: include_bytes!(concat!(env!("OUT_DIR"), "/o200k.tok")),
     ranks: include_bytes!(concat!(env!("OUT_DIR"), "/o200k.rank")),
+    short: include_bytes!(concat!(env!("OUT_DIR"), "/o200k.short")),
+    groups: include_bytes!(concat!(env!("OUT_DIR"), "/o200k.grp")),
     count: generated::O200K_TOKENS,
     bytes: generated::O200K_BYTES,
     rank_bits: generated::O200K_RANK_BITS,
@@ -41,6 +47,8 @@ static O200K_SOURCE: Source = Source {
 static CL100K_SOURCE: Source = Source {
     tokens: include_bytes!(concat!(env!("OUT_DIR"), "/cl100k.tok")),
     ranks: include_bytes!(concat!(env!("OUT_DIR"), "/cl100k.rank")),
+    short: include_bytes!(concat!(env!("OUT_DIR"), "/cl100k.short")),
+    groups: include_bytes!(concat!(env!("OUT_DIR"), "/cl100k.grp")),
     count: generated::CL100K_TOKENS,
     bytes: generated::CL100K_BYTES,
     rank_bits: generated::CL100K_RANK_BITS,
@@ -110,10 +118,30 @@ pub fn count(text: &str, encoding: Encoding) -> Result<usize, CountError> {
         return Ok(0);
     }
     let vocab = vocab(encoding)?;
-    let mut scratch = Scratch::default();
-    Ok(Pieces::new(text, pattern(encoding))
-        .map(|piece| vocab.count_piece(piece, &mut scratch))
-        .sum())
+    let count = |scratch: &mut Scratch| -> usize {
+        Pieces::new(text, pattern(encoding))
+            .map(|piece| vocab.count_piece(piece, scratch))
+            .sum()
+    };
+    // NOTE: one scratch (merge buffers and the cache of recent pieces' counts) per encoding
+    // and thread, kept between calls; a re-entrant call (none today) would use a fresh one.
+    thread_local! {
+        static SCRATCH: [RefCell<Scratch>; 2] = Default::default();
+    }
+    let slot = match encoding {
+        Encoding::O200kBase => 0,
+        Encoding::Cl100kBase => 1,
+    };
+    Ok(SCRATCH.with(
+        |all| match all.get(slot).and_then(|cell| cell.try_borrow_mut().ok()) {
+            Some(mut scratch) => {
+                let n = count(&mut scratch);
+                scratch.trim();
+                n
+            }
+            None => count(&mut Scratch::default()),
+        },
+    ))
 }
 
 /// The ranks `text` encodes to, equal to tiktoken's `encode_ordinary(text)`.

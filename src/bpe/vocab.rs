@@ -1,12 +1,16 @@
 //! One encoding's vocabulary: the token bytes → rank lookup, and the rank merge.
 //!
 //! The generated tables (see `build.rs`) hold every token's bytes in sorted, front-coded form
-//! and its rank packed in a few bits. Loading decodes them once into one byte buffer and an
-//! open-addressing hash index over it (about 5 ms for o200k on a laptop); nothing is parsed
-//! from text and no per-token allocation is made.
+//! and its rank packed in a few bits, with a directory of each two-byte prefix's run of tokens.
+//! Loading reads the directory and the one- and two-byte tables; a prefix's tokens are decoded
+//! into one shared buffer, and its small open-addressing table filled, when a key with that
+//! prefix is first looked up (see [`Vocab`]). Nothing is parsed from text and no per-token
+//! allocation is made.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Once;
 
 /// No rank: the bytes are not a token.
 const NONE: u32 = u32::MAX;
@@ -15,11 +19,48 @@ const NONE: u32 = u32::MAX;
 /// merge over a small vector, which is faster when n is small.
 const HEAP_MERGE_FROM: usize = 128;
 
+/// Pieces of 3 to this many bytes that are not tokens have their counts cached.
+const CACHE_MAX: usize = 31;
+/// Entries of the piece cache (direct-mapped).
+const CACHE_SLOTS: usize = 4096;
+
+/// A cached piece: its bytes, zero-padded, with its length in the last byte (so keys of
+/// different lengths differ), and the cache slot it belongs in.
+#[inline(always)]
+fn cache_key(piece: &[u8]) -> ([u64; 4], usize) {
+    let mut key = [0u64; 4];
+    for (i, k) in key.iter_mut().enumerate() {
+        let from = i * 8;
+        if from < piece.len() {
+            *k = word_at(piece, from, (piece.len() - from).min(8));
+        }
+    }
+    if let Some(k) = key.get_mut(3) {
+        *k |= (piece.len() as u64) << 56;
+    }
+    let [a, b, c, d] = key;
+    let h = (a ^ b.rotate_left(19) ^ c.rotate_left(37) ^ d.rotate_left(53)).wrapping_mul(K);
+    (key, (h >> 52) as usize & (CACHE_SLOTS - 1))
+}
+
+/// Pieces at least this long are merged a chunk at a time ([`Vocab::merge_chunked`]).
+const CHUNKED_FROM: usize = 20 * 1024;
+/// The chunk length of a chunked merge.
+const CHUNK: usize = 16 * 1024;
+/// Where in a chunk to look for the first token boundary to cut at (a kilobyte from its end:
+/// several of the longest tokens).
+const CHUNK_KEEP: usize = 15 * 1024;
+
 /// The generated tables of one encoding.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Source {
     pub(crate) tokens: &'static [u8],
     pub(crate) ranks: &'static [u8],
+    /// The ranks of the one- and two-byte tokens.
+    pub(crate) short: &'static [u8],
+    /// The directory of `tokens` by two-byte prefix.
+    pub(crate) groups: &'static [u8],
+    /// Tokens in `tokens` (three bytes or more).
     pub(crate) count: usize,
     pub(crate) bytes: usize,
     pub(crate) rank_bits: u32,
@@ -34,44 +75,116 @@ const TAG_SHIFT: u32 = 46;
 const TAG_BITS: u32 = 17;
 const USED: u64 = 1 << 63;
 
+/// Groups of the index: one per first two bytes.
+const GROUPS: usize = 1 << 16;
+
 /// A loaded vocabulary.
+///
+/// Tokens of three bytes or more are indexed by their first two bytes: each such prefix (a
+/// group) owns a small open-addressing table (linear probing, load factor 1/2), and the
+/// tables lie back to back in `slots`. Loading only reads the generated directory of groups
+/// (and the one- and two-byte tables); a group's tokens are decoded and its table filled the
+/// first time a key with its prefix is looked up (under a `Once`, so concurrent first
+/// lookups on the host are safe). A short text touches a few dozen groups of thousands, so the first count costs a
+/// fraction of decoding everything; a long one ends up building all of them, one small
+/// table at a time, in cache.
 #[derive(Debug)]
 pub(crate) struct Vocab {
-    /// Every token's bytes, back to back (sorted order).
-    bytes: Vec<u8>,
-    /// The hash index over tokens of 3 bytes or more.
-    slots: Vec<u64>,
-    /// 64 minus log2 of the slot count.
-    shift: u32,
+    src: Source,
+    /// Token bytes, as little-endian words; each group's bytes start on a word.
+    words: Vec<AtomicU64>,
+    /// The hash tables of all groups.
+    slots: Vec<AtomicU64>,
+    /// The index in `groups` of each prefix `b0 << 8 | b1`, or NONE.
+    dense: Vec<u32>,
+    groups: Vec<Group>,
+    /// Whether each group's table is built.
+    built: Vec<Once>,
     /// The rank of every two-byte token, indexed by `b0 << 8 | b1`.
     pairs: Vec<u32>,
     /// The rank of every byte.
     singles: [u32; 256],
 }
 
+/// Where one group's tokens and table are.
+#[derive(Debug, Clone, Copy, Default)]
+struct Group {
+    prefix: u16,
+    /// Its first token's header in `src.tokens`, and that token's index.
+    pos: u32,
+    index: u32,
+    /// Its tokens, and their bytes.
+    count: u32,
+    bytes: u32,
+    /// Its first byte in `words` (a multiple of 8), and its table in `slots`.
+    offset: u32,
+    base: u32,
+}
+
 const K: u64 = 0xf135_7aea_2e62_a9c5;
 
+/// The `len` (1..=8) bytes of `bytes` from `from`, zero-extended, little-endian.
 #[inline(always)]
-fn word(chunk: &[u8]) -> u64 {
-    let mut buf = [0u8; 8];
-    for (d, s) in buf.iter_mut().zip(chunk) {
-        *d = *s;
+fn word_at(bytes: &[u8], from: usize, len: usize) -> u64 {
+    if let Some(w) = bytes.get(from..from + 8) {
+        let mut buf = [0u8; 8];
+        buf.copy_from_slice(w);
+        let v = u64::from_le_bytes(buf);
+        if len >= 8 {
+            v
+        } else {
+            v & ((1u64 << (8 * len)) - 1)
+        }
+    } else {
+        let mut buf = [0u8; 8];
+        if let Some(w) = bytes.get(from..(from + len).min(bytes.len())) {
+            for (d, s) in buf.iter_mut().zip(w) {
+                *d = *s;
+            }
+        }
+        u64::from_le_bytes(buf)
     }
-    u64::from_le_bytes(buf)
+}
+
+/// The hash of `bytes[from..from + len]`.
+#[inline(always)]
+fn hash_at(bytes: &[u8], from: usize, len: usize) -> u64 {
+    let mut h = (len as u64).wrapping_mul(K);
+    let mut at = from;
+    let end = from + len;
+    while at < end {
+        h = (h ^ word_at(bytes, at, (end - at).min(8)))
+            .wrapping_mul(K)
+            .rotate_left(26);
+        at += 8;
+    }
+    h.wrapping_mul(K)
 }
 
 #[inline(always)]
-fn hash(key: &[u8]) -> u64 {
-    let mut h = (key.len() as u64).wrapping_mul(K);
-    let mut chunks = key.chunks_exact(8);
-    for c in &mut chunks {
-        h = (h ^ word(c)).wrapping_mul(K).rotate_left(26);
+fn tag(h: u64) -> u64 {
+    (h >> 8) & ((1 << TAG_BITS) - 1)
+}
+
+/// The home slot, within a table of `cap` slots, of hash `h`.
+#[inline(always)]
+fn home(h: u64, cap: usize) -> usize {
+    (((h >> 32) * cap as u64) >> 32) as usize
+}
+
+/// Copies `len` bytes from `src[from..]` to `dst[to..]` eight at a time. It may write up to
+/// seven bytes past `to + len`, which must be in bounds (the caller's padding); those are
+/// overwritten by the next token or are padding.
+#[inline(always)]
+fn copy_words(dst: &mut [u8], to: usize, src: &[u8], from: usize, len: usize) {
+    let mut k = 0;
+    while k < len {
+        let w = word_at(src, from + k, (len - k).min(8));
+        if let Some(d) = dst.get_mut(to + k..to + k + 8) {
+            d.copy_from_slice(&w.to_le_bytes());
+        }
+        k += 8;
     }
-    let rest = chunks.remainder();
-    if !rest.is_empty() {
-        h = (h ^ word(rest)).wrapping_mul(K).rotate_left(26);
-    }
-    h.wrapping_mul(K)
 }
 
 /// Reads the `index`-th `bits`-bit little-endian field of `packed`.
@@ -90,182 +203,277 @@ fn packed_field(packed: &[u8], index: usize, bits: u32) -> Option<u32> {
 }
 
 impl Vocab {
-    /// Decodes the generated tables. Fails only if they are inconsistent (a build defect).
+    /// Reads the generated tables' layout. Fails only if they are inconsistent (a build
+    /// defect).
+    #[inline(never)]
     pub(crate) fn load(src: Source) -> Result<Vocab, String> {
         if src.bytes >= 1 << OFFSET_BITS || src.rank_bits > RANK_BITS {
             return Err("tables exceed the index layout".into());
         }
-        let cap = (src.count * 2).next_power_of_two().max(1024);
-        let mut vocab = Vocab {
-            bytes: Vec::with_capacity(src.bytes + 8),
-            slots: vec![0; cap],
-            shift: 64 - cap.trailing_zeros(),
-            pairs: vec![NONE; 1 << 16],
-            singles: [NONE; 256],
+        let bad = || String::from("token tables are corrupt");
+        let u32_at = |b: &[u8], at: usize| -> Option<u32> {
+            let w = b.get(at..at + 4)?;
+            Some(u32::from_le_bytes([
+                *w.first()?,
+                *w.get(1)?,
+                *w.get(2)?,
+                *w.get(3)?,
+            ]))
         };
-        let mask = cap - 1;
-        let (mut pos, mut prev_start, mut prev_len) = (0usize, 0usize, 0usize);
-        // Home slot and slot value of every token of 3 bytes or more, inserted below.
-        let mut homes: Vec<u32> = Vec::with_capacity(src.count);
-        let mut values: Vec<u64> = Vec::with_capacity(src.count);
-        for index in 0..src.count {
-            let bad = || format!("token table is corrupt at token {index}");
-            let shared = usize::from(*src.tokens.get(pos).ok_or_else(bad)?);
-            let rest = usize::from(*src.tokens.get(pos + 1).ok_or_else(bad)?);
-            let tail = src.tokens.get(pos + 2..pos + 2 + rest).ok_or_else(bad)?;
-            pos += 2 + rest;
-            if shared > prev_len {
+        let mut singles = [NONE; 256];
+        for (b, r) in singles.iter_mut().enumerate() {
+            *r = u32_at(src.short, 4 * b).ok_or_else(bad)?;
+        }
+        let mut pairs = vec![NONE; 1 << 16];
+        for rec in src.short.get(1024..).ok_or_else(bad)?.chunks(6) {
+            let (Some(&b0), Some(&b1), Some(rank)) = (rec.first(), rec.get(1), u32_at(rec, 2))
+            else {
+                return Err(bad());
+            };
+            *pairs
+                .get_mut(usize::from(b0) << 8 | usize::from(b1))
+                .ok_or_else(bad)? = rank;
+        }
+        let mut dense = vec![NONE; GROUPS];
+        let mut groups: Vec<Group> = Vec::with_capacity(src.groups.len() / 12);
+        let (mut pos, mut index, mut offset, mut base) = (0usize, 0usize, 0usize, 0usize);
+        let mut last_prefix: Option<usize> = None;
+        for rec in src.groups.chunks(12) {
+            let (Some(&b0), Some(&b1), Some(&c0), Some(&c1), Some(bytes), Some(stream)) = (
+                rec.first(),
+                rec.get(1),
+                rec.get(2),
+                rec.get(3),
+                u32_at(rec, 4),
+                u32_at(rec, 8),
+            ) else {
+                return Err(bad());
+            };
+            let prefix = usize::from(b0) << 8 | usize::from(b1);
+            let count = u32::from(u16::from_le_bytes([c0, c1]));
+            if last_prefix.is_some_and(|p| p >= prefix) || count == 0 {
                 return Err(bad());
             }
-            let start = vocab.bytes.len();
-            vocab
-                .bytes
-                .extend_from_within(prev_start..prev_start + shared);
-            vocab.bytes.extend_from_slice(tail);
-            let len = shared + rest;
-            (prev_start, prev_len) = (start, len);
-            let rank = packed_field(src.ranks, index, src.rank_bits).ok_or_else(bad)?;
-            let key = vocab.bytes.get(start..).ok_or_else(bad)?;
-            match *key {
-                [b] => *vocab.singles.get_mut(usize::from(b)).ok_or_else(bad)? = rank,
-                [b0, b1] => {
-                    *vocab
-                        .pairs
-                        .get_mut(usize::from(b0) << 8 | usize::from(b1))
-                        .ok_or_else(bad)? = rank
-                }
-                _ => {
-                    if len == 0 || len > 128 {
-                        return Err(bad());
-                    }
-                    let h = hash(key);
-                    homes.push((h >> vocab.shift) as u32);
-                    values.push(
-                        (start as u64)
-                            | (((len - 1) as u64) << LEN_SHIFT)
-                            | (u64::from(rank) << RANK_SHIFT)
-                            | (vocab.tag(h) << TAG_SHIFT)
-                            | USED,
-                    );
-                }
-            }
+            last_prefix = Some(prefix);
+            *dense.get_mut(prefix).ok_or_else(bad)? = groups.len() as u32;
+            groups.push(Group {
+                prefix: prefix as u16,
+                pos: pos as u32,
+                index: index as u32,
+                count,
+                bytes,
+                offset: offset as u32,
+                base: base as u32,
+            });
+            pos += stream as usize;
+            index += count as usize;
+            offset += (bytes as usize).div_ceil(8) * 8;
+            base += count as usize * 2;
         }
-        // Insert in order of home slot (a counting sort on the top bits), so the table is
-        // written front to back instead of at random: random writes into a table this size
-        // miss the cache on nearly every token and made loading several times slower.
-        const BUCKET_BITS: u32 = 10;
-        let bucket_shift = cap.trailing_zeros().saturating_sub(BUCKET_BITS);
-        let mut starts = vec![0usize; (1 << BUCKET_BITS) + 1];
-        for &home in &homes {
-            if let Some(c) = starts.get_mut((home >> bucket_shift) as usize + 1) {
-                *c += 1;
-            }
+        if pos != src.tokens.len() || index != src.count || offset >= 1 << OFFSET_BITS {
+            return Err(bad());
         }
-        for b in 1..starts.len() {
-            let before = starts.get(b - 1).copied().unwrap_or(0);
-            if let Some(c) = starts.get_mut(b) {
-                *c += before;
-            }
-        }
-        let mut order = vec![0u32; homes.len()];
-        for (entry, &home) in homes.iter().enumerate() {
-            let bucket = starts.get_mut((home >> bucket_shift) as usize);
-            if let Some(next) = bucket {
-                if let Some(o) = order.get_mut(*next) {
-                    *o = entry as u32;
-                }
-                *next += 1;
-            }
-        }
-        drop(starts);
-        for &entry in &order {
-            let (Some(&home), Some(&value)) =
-                (homes.get(entry as usize), values.get(entry as usize))
-            else {
-                return Err("index build failed".into());
-            };
-            let mut i = home as usize;
-            loop {
-                let s = vocab
-                    .slots
-                    .get_mut(i)
-                    .ok_or_else(|| String::from("index build failed"))?;
-                if *s == 0 {
-                    *s = value;
-                    break;
-                }
-                i = (i + 1) & mask;
-            }
-        }
-        vocab.bytes.extend_from_slice(&[0; 8]);
-        if vocab.singles.contains(&NONE) {
+        if singles.contains(&NONE) {
             return Err("a byte has no token".into());
         }
-        Ok(vocab)
+        Ok(Vocab {
+            src,
+            // One word of padding: a load at a token's last bytes may read the next word.
+            words: (0..offset / 8 + 2).map(|_| AtomicU64::new(0)).collect(),
+            slots: (0..base).map(|_| AtomicU64::new(0)).collect(),
+            dense,
+            built: (0..groups.len()).map(|_| Once::new()).collect(),
+            groups,
+            pairs,
+            singles,
+        })
     }
 
+    /// Decodes group `gi`'s tokens into `words` and fills its table. (On tables that do not
+    /// add up, which `build.rs` never writes, it stops early: no panic.)
+    #[inline(never)]
+    fn build(&self, gi: usize) {
+        let Some(&group) = self.groups.get(gi) else {
+            return;
+        };
+        let [b0, b1] = group.prefix.to_be_bytes();
+        // The group's bytes, with a word of room; its first token shares at most the prefix
+        // with the token before it.
+        let mut buf = vec![0u8; group.bytes as usize + 16];
+        let (mut prev_start, mut prev_len, mut start) = (0usize, 2usize, 0usize);
+        let mut pos = group.pos as usize;
+        let cap = group.count as usize * 2;
+        let Some(table) = self
+            .slots
+            .get(group.base as usize..group.base as usize + cap)
+        else {
+            return;
+        };
+        for t in 0..group.count as usize {
+            let (Some(&shared), Some(&rest)) =
+                (self.src.tokens.get(pos), self.src.tokens.get(pos + 1))
+            else {
+                return;
+            };
+            let (shared, rest) = (usize::from(shared), usize::from(rest));
+            let len = shared + rest;
+            if shared > prev_len || len > 128 || start + len > group.bytes as usize {
+                return;
+            }
+            if t == 0 {
+                // What it shares is part of the prefix; the rest overwrites the remainder.
+                if let Some(d) = buf.get_mut(0..2) {
+                    d.copy_from_slice(&[b0, b1]);
+                }
+            } else {
+                let mut k = 0;
+                while k < shared {
+                    let w = word_at(&buf, prev_start + k, (shared - k).min(8));
+                    if let Some(d) = buf.get_mut(start + k..start + k + 8) {
+                        d.copy_from_slice(&w.to_le_bytes());
+                    }
+                    k += 8;
+                }
+            }
+            copy_words(&mut buf, start + shared, self.src.tokens, pos + 2, rest);
+            pos += 2 + rest;
+            let rank = packed_field(self.src.ranks, group.index as usize + t, self.src.rank_bits)
+                .unwrap_or(NONE);
+            let h = hash_at(&buf, start, len);
+            let value = ((group.offset as usize + start) as u64)
+                | (((len - 1) as u64) << LEN_SHIFT)
+                | (u64::from(rank) << RANK_SHIFT)
+                | (tag(h) << TAG_SHIFT)
+                | USED;
+            let mut i = home(h, cap);
+            loop {
+                let Some(s) = table.get(i) else { return };
+                if s.load(Relaxed) == 0 {
+                    s.store(value, Relaxed);
+                    break;
+                }
+                i += 1;
+                if i == cap {
+                    i = 0;
+                }
+            }
+            (prev_start, prev_len) = (start, len);
+            start += len;
+        }
+        let first = group.offset as usize / 8;
+        for (k, w) in self
+            .words
+            .iter()
+            .skip(first)
+            .take(start.div_ceil(8))
+            .enumerate()
+        {
+            let at = k * 8;
+            w.store(word_at(&buf, at, start.saturating_sub(at).min(8)), Relaxed);
+        }
+    }
+
+    /// The `len` (1..=8) bytes of token storage at byte `at`, zero-extended.
     #[inline(always)]
-    fn tag(&self, h: u64) -> u64 {
-        (h >> (self.shift - TAG_BITS)) & ((1 << TAG_BITS) - 1)
+    fn stored_word(&self, at: usize, len: usize) -> u64 {
+        let (w, shift) = (at / 8, (at % 8) * 8);
+        let lo = self.words.get(w).map_or(0, |x| x.load(Relaxed));
+        let v = if shift == 0 {
+            lo
+        } else {
+            let hi = self.words.get(w + 1).map_or(0, |x| x.load(Relaxed));
+            (lo >> shift) | (hi << (64 - shift))
+        };
+        if len >= 8 {
+            v
+        } else {
+            v & ((1u64 << (8 * len)) - 1)
+        }
     }
 
     /// The rank of `key`, if it is a token.
     #[inline]
     pub(crate) fn rank(&self, key: &[u8]) -> Option<u32> {
-        let r = match *key {
-            [] => NONE,
-            [b] => self.singles.get(usize::from(b)).copied().unwrap_or(NONE),
-            [b0, b1] => self
-                .pairs
-                .get(usize::from(b0) << 8 | usize::from(b1))
-                .copied()
-                .unwrap_or(NONE),
-            _ => self.rank_long(key),
-        };
+        let r = self.rank_at(key, 0, key.len());
         (r != NONE).then_some(r)
     }
 
+    /// The rank of `bytes[from..from + len]`, or NONE.
+    #[inline(always)]
+    fn rank_at(&self, bytes: &[u8], from: usize, len: usize) -> u32 {
+        match len {
+            0 => NONE,
+            1 => bytes
+                .get(from)
+                .and_then(|&b| self.singles.get(usize::from(b)))
+                .copied()
+                .unwrap_or(NONE),
+            _ => {
+                let (Some(&b0), Some(&b1)) = (bytes.get(from), bytes.get(from + 1)) else {
+                    return NONE;
+                };
+                let g = usize::from(b0) << 8 | usize::from(b1);
+                if len == 2 {
+                    self.pairs.get(g).copied().unwrap_or(NONE)
+                } else {
+                    self.rank_long(bytes, from, len, g)
+                }
+            }
+        }
+    }
+
     #[inline]
-    fn rank_long(&self, key: &[u8]) -> u32 {
-        if key.len() > 128 {
+    fn rank_long(&self, bytes: &[u8], from: usize, len: usize, g: usize) -> u32 {
+        let gi = self.dense.get(g).copied().unwrap_or(NONE) as usize;
+        let (Some(group), Some(built)) = (self.groups.get(gi), self.built.get(gi)) else {
+            return NONE;
+        };
+        if len > 128 || from + len > bytes.len() {
             return NONE;
         }
-        let h = hash(key);
-        let want = (self.tag(h) << TAG_SHIFT) | ((key.len() as u64 - 1) << LEN_SHIFT) | USED;
+        built.call_once(|| self.build(gi));
+        let (first, cap) = (group.base as usize, group.count as usize * 2);
+        let Some(table) = self.slots.get(first..first + cap) else {
+            return NONE;
+        };
+        let h = hash_at(bytes, from, len);
+        let want = (tag(h) << TAG_SHIFT) | ((len as u64 - 1) << LEN_SHIFT) | USED;
         let check = (((1u64 << TAG_BITS) - 1) << TAG_SHIFT) | (0x7f << LEN_SHIFT) | USED;
-        let mask = self.slots.len() - 1;
-        let mut i = (h >> self.shift) as usize;
+        let mut i = home(h, cap);
         loop {
-            let Some(&s) = self.slots.get(i) else {
+            let Some(s) = table.get(i) else {
                 return NONE;
             };
+            let s = s.load(Relaxed);
             if s == 0 {
                 return NONE;
             }
             if s & check == want {
                 let start = (s & ((1 << OFFSET_BITS) - 1)) as usize;
-                let same = if key.len() <= 8 {
-                    // `bytes` ends with 8 bytes of padding, so this load never falls short.
-                    let stored = self.bytes.get(start..start + 8).map_or(0, word);
-                    let mask = u64::MAX >> (64 - 8 * key.len() as u32);
-                    (stored & mask) == word(key)
-                } else {
-                    self.bytes.get(start..start + key.len()) == Some(key)
-                };
+                let mut same = true;
+                let mut k = 0;
+                while k < len {
+                    let w = (len - k).min(8);
+                    if self.stored_word(start + k, w) != word_at(bytes, from + k, w) {
+                        same = false;
+                        break;
+                    }
+                    k += 8;
+                }
                 if same {
                     return ((s >> RANK_SHIFT) & ((1 << RANK_BITS) - 1)) as u32;
                 }
             }
-            i = (i + 1) & mask;
+            i += 1;
+            if i == cap {
+                i = 0;
+            }
         }
     }
 
     #[inline(always)]
     fn rank_or_none(&self, piece: &[u8], from: usize, to: usize) -> u32 {
-        piece
-            .get(from..to)
-            .and_then(|k| self.rank(k))
-            .unwrap_or(NONE)
+        self.rank_at(piece, from, to.saturating_sub(from))
     }
 
     /// The number of tokens `piece` encodes to.
@@ -276,6 +484,32 @@ impl Vocab {
         }
         if self.rank(piece).is_some() {
             return 1;
+        }
+        if piece.len() == 2 {
+            return 2;
+        }
+        if piece.len() <= CACHE_MAX {
+            let (key, slot) = cache_key(piece);
+            if let Some(&(k, tokens)) = scratch.cache.get(slot) {
+                if k == key {
+                    return tokens as usize;
+                }
+            }
+            self.merge_small(piece, scratch);
+            let tokens = scratch.bounds.len().saturating_sub(1);
+            if scratch.cache.is_empty() {
+                scratch.cache = vec![([0; 4], 0); CACHE_SLOTS];
+            }
+            if let Some(e) = scratch.cache.get_mut(slot) {
+                *e = (key, tokens as u32);
+            }
+            return tokens;
+        }
+        if piece.len() >= CHUNKED_FROM {
+            let mut tokens = 0usize;
+            if self.merge_chunked(piece, scratch, |_, _| tokens += 1) {
+                return tokens;
+            }
         }
         self.merge(piece, scratch);
         scratch.bounds.len().saturating_sub(1)
@@ -290,10 +524,148 @@ impl Vocab {
         if piece.is_empty() {
             return;
         }
+        if piece.len() >= CHUNKED_FROM {
+            let mark = out.len();
+            if self.merge_chunked(piece, scratch, |a, b| {
+                out.push(self.rank_or_none(piece, a, b));
+            }) {
+                return;
+            }
+            out.truncate(mark);
+        }
         self.merge(piece, scratch);
         for w in scratch.bounds.windows(2) {
             if let [a, b] = *w {
                 out.push(self.rank_or_none(piece, a as usize, b as usize));
+            }
+        }
+    }
+
+    /// Merges a long `piece` one chunk at a time in bounded memory, calling `token(start,
+    /// end)` for every resulting token in order, and returns true; or returns false, having
+    /// called `token` for nothing that must be kept, if it cannot prove the result exact (the
+    /// caller then merges the whole piece at once).
+    ///
+    /// Why this is exact. Cut a piece at `b` and merge each side alone. If, in the merge of
+    /// the whole piece, the pair across `b` is never the one merged, then every merge is on
+    /// one side, each side sees its merges in the order it would alone (a merge on one side
+    /// never changes the other side's pairs), and the result is the two sides' results put
+    /// together. The pair across `b` joins the last token of the left side and the first of
+    /// the right; it changes only when one of those does. So replay the two sides' merge
+    /// logs in the order the whole merge would interleave them (lower rank first, the left
+    /// on ties: its positions are further left) and check, at every state, that the pair
+    /// across `b` would lose: to the left's next merge when its rank is greater or equal, to
+    /// the right's when greater; and that it is no token at the end. The check sees exactly
+    /// the states of the two sides that the whole merge passes through, so it holds if and
+    /// only if the whole merge never joins across `b`; with every cut checked, the whole
+    /// merge is the segments' results in order.
+    ///
+    /// Each segment's merge log is taken from the merge of a chunk that extends past the
+    /// segment's end: if the chunk's result has a token boundary at the segment's end, the
+    /// same argument inside the chunk says the segment alone merges exactly as the chunk
+    /// does left of that boundary, in the same order.
+    #[inline(never)]
+    fn merge_chunked(
+        &self,
+        piece: &[u8],
+        scratch: &mut Scratch,
+        mut token: impl FnMut(usize, usize),
+    ) -> bool {
+        let n = piece.len();
+        let mut prev = Segment::default();
+        let mut cur = Segment::default();
+        let mut have_prev = false;
+        let mut start = 0usize;
+        while start < n {
+            let chunk_end = (start + CHUNK).min(n);
+            let Some(chunk) = piece.get(start..chunk_end) else {
+                return false;
+            };
+            self.merge_buckets(chunk, scratch, true);
+            let len = chunk.len();
+            // Cut at the first token boundary at or after CHUNK_KEEP, far from the chunk's
+            // right end, where the chunk's result may differ from the whole piece's.
+            let cut = if chunk_end == n {
+                len
+            } else {
+                match scratch
+                    .bounds
+                    .iter()
+                    .map(|&b| b as usize)
+                    .find(|&b| b >= CHUNK_KEEP && b < len)
+                {
+                    Some(b) => b,
+                    None => return false,
+                }
+            };
+            cur.start = start;
+            cur.end = start + cut;
+            cur.log.clear();
+            cur.log.extend(
+                scratch
+                    .log
+                    .iter()
+                    .filter(|&&(_, _, e)| e as usize <= cut)
+                    .map(|&(r, a, e)| (r, a + start as u32, e + start as u32)),
+            );
+            cur.bounds.clear();
+            cur.bounds.extend(
+                scratch
+                    .bounds
+                    .iter()
+                    .filter(|&&b| (b as usize) <= cut)
+                    .map(|&b| b as usize + start),
+            );
+            if have_prev {
+                if !self.joins_never(piece, &prev, &cur) {
+                    return false;
+                }
+                prev.emit(&mut token);
+            }
+            std::mem::swap(&mut prev, &mut cur);
+            have_prev = true;
+            start += cut;
+        }
+        if have_prev {
+            prev.emit(&mut token);
+        }
+        true
+    }
+
+    /// Whether the merge of `left` and `right` together never merges across their boundary
+    /// (see [`Vocab::merge_chunked`]).
+    #[inline(never)]
+    fn joins_never(&self, piece: &[u8], left: &Segment, right: &Segment) -> bool {
+        let (mut i, mut j) = (0usize, 0usize);
+        let (mut last_start, mut first_end) = (left.end.saturating_sub(1), right.start + 1);
+        let mut across = self.rank_or_none(piece, last_start, first_end);
+        loop {
+            let hl = left.log.get(i).map_or(NONE, |e| e.0);
+            let hr = right.log.get(j).map_or(NONE, |e| e.0);
+            if across != NONE && across < hl && across <= hr {
+                return false;
+            }
+            if hl == NONE && hr == NONE {
+                return true;
+            }
+            if hl <= hr {
+                let Some(&(_, a, e)) = left.log.get(i) else {
+                    return false;
+                };
+                i += 1;
+                if e as usize == left.end {
+                    last_start = a as usize;
+                    across = self.rank_or_none(piece, last_start, first_end);
+                }
+            } else {
+                let Some(&(_, a, e)) = right.log.get(j) else {
+                    return false;
+                };
+                j += 1;
+                if a as usize == right.start {
+                    first_end = e as usize;
+                    across = self.rank_or_none(piece, last_start, first_end);
+                }
             }
         }
     }
@@ -304,7 +676,7 @@ impl Vocab {
         if piece.len() < HEAP_MERGE_FROM {
             self.merge_small(piece, scratch);
         } else {
-            self.merge_heap(piece, scratch);
+            self.merge_heap(piece, scratch, false);
         }
     }
 
@@ -361,35 +733,57 @@ impl Vocab {
     /// `pair[i]` the rank of the token `i` would form with its right neighbour (NONE once `i`
     /// is no longer a token start). Heap entries are `rank << 32 | start`, popped smallest
     /// first, so ties go to the leftmost; stale entries are recognised by `pair[start]`.
-    fn merge_heap(&self, piece: &[u8], scratch: &mut Scratch) {
+    /// With `record`, every merge is also logged in order to `scratch.log` as (rank, start,
+    /// end) of the token it makes.
+    #[inline(never)]
+    fn merge_heap(&self, piece: &[u8], scratch: &mut Scratch, record: bool) {
+        let mut heap = std::mem::take(&mut scratch.heap);
+        self.merge_queued(piece, scratch, &mut heap, record);
+        scratch.heap = heap;
+    }
+
+    /// The heap merge with a bucket queue ([`Buckets`]): faster when many pairs share a rank.
+    #[inline(never)]
+    fn merge_buckets(&self, piece: &[u8], scratch: &mut Scratch, record: bool) {
+        let mut buckets = std::mem::take(&mut scratch.buckets);
+        self.merge_queued(piece, scratch, &mut buckets, record);
+        scratch.buckets = buckets;
+    }
+
+    fn merge_queued(
+        &self,
+        piece: &[u8],
+        scratch: &mut Scratch,
+        queue: &mut impl Queue,
+        record: bool,
+    ) {
         let n = piece.len();
         let Scratch {
             end,
             prev,
             pair,
-            heap,
             bounds,
+            log,
             ..
         } = scratch;
+        log.clear();
         end.clear();
         end.extend(1..=n as u32);
         prev.clear();
         prev.push(NONE);
-        prev.extend(0..n as u32 - 1);
+        prev.extend(0..(n as u32).saturating_sub(1));
         pair.clear();
-        let mut entries = std::mem::take(heap).into_vec();
-        entries.clear();
-        for i in 0..n - 1 {
+        queue.clear();
+        for i in 0..n.saturating_sub(1) {
             let r = self.rank_or_none(piece, i, i + 2);
             pair.push(r);
             if r != NONE {
-                entries.push(Reverse((u64::from(r) << 32) | i as u64));
+                queue.push(r, i as u32);
             }
         }
         pair.push(NONE);
-        let mut queue = BinaryHeap::from(entries);
-        while let Some(Reverse(key)) = queue.pop() {
-            let (rank, left) = ((key >> 32) as u32, (key & 0xffff_ffff) as usize);
+        while let Some((rank, left)) = queue.pop() {
+            let left = left as usize;
             if pair.get(left) != Some(&rank) {
                 continue;
             }
@@ -399,6 +793,9 @@ impl Vocab {
             };
             if let Some(e) = end.get_mut(left) {
                 *e = new_end;
+            }
+            if record {
+                log.push((rank, left as u32, new_end));
             }
             if let Some(p) = pair.get_mut(right as usize) {
                 *p = NONE;
@@ -415,7 +812,7 @@ impl Vocab {
                 *p = r;
             }
             if r != NONE {
-                queue.push(Reverse((u64::from(r) << 32) | left as u64));
+                queue.push(r, left as u32);
             }
             // The left neighbour with the new token.
             if let Some(&before) = prev.get(left) {
@@ -425,12 +822,11 @@ impl Vocab {
                         *p = r;
                     }
                     if r != NONE {
-                        queue.push(Reverse((u64::from(r) << 32) | u64::from(before)));
+                        queue.push(r, before);
                     }
                 }
             }
         }
-        *heap = queue;
         bounds.clear();
         let mut i = 0usize;
         while i < n {
@@ -449,7 +845,203 @@ pub(crate) struct Scratch {
     prev: Vec<u32>,
     pair: Vec<u32>,
     heap: BinaryHeap<Reverse<u64>>,
+    buckets: Buckets,
     bounds: Vec<u32>,
+    /// Token counts of recent short pieces, by [`cache_key`] (empty until first used).
+    cache: Vec<([u64; 4], u32)>,
+    /// The merges of the last recorded heap merge: (rank, start, end).
+    log: Vec<(u32, u32, u32)>,
+}
+
+/// The merge's queue of candidate pairs: pops the lowest rank, the leftmost position on ties.
+/// Entries may be stale; the merge skips those.
+trait Queue {
+    fn clear(&mut self);
+    fn push(&mut self, rank: u32, pos: u32);
+    fn pop(&mut self) -> Option<(u32, u32)>;
+}
+
+impl Queue for BinaryHeap<Reverse<u64>> {
+    fn clear(&mut self) {
+        BinaryHeap::clear(self);
+    }
+    #[inline]
+    fn push(&mut self, rank: u32, pos: u32) {
+        BinaryHeap::push(self, Reverse((u64::from(rank) << 32) | u64::from(pos)));
+    }
+    #[inline]
+    fn pop(&mut self) -> Option<(u32, u32)> {
+        BinaryHeap::pop(self).map(|Reverse(k)| ((k >> 32) as u32, k as u32))
+    }
+}
+
+/// A queue of one position list per rank, kept sorted, and a heap of the ranks that have
+/// entries. On a long run of one unit nearly every pair has one of a few ranks and is pushed
+/// in position order, so a push is an append and a pop takes the front: no heap of a
+/// position per entry, whose sifting was most of the merge's time.
+#[derive(Debug, Default)]
+struct Buckets {
+    /// (rank << 32 | bucket) of every bucket with entries.
+    ranks: BinaryHeap<Reverse<u64>>,
+    /// Open addressing from rank to bucket: (rank + 1) << 32 | bucket, 0 for none.
+    map: Vec<u64>,
+    /// Buckets in use.
+    used: usize,
+    /// Each bucket's positions, sorted; those before `heads[b]` are popped.
+    items: Vec<Vec<u32>>,
+    heads: Vec<usize>,
+    /// Recently used (rank, bucket) pairs, by the rank's low bits; rank NONE for none.
+    recent: [(u32, u32); 8],
+}
+
+impl Buckets {
+    #[inline]
+    fn bucket(&mut self, rank: u32) -> usize {
+        let r = rank as usize & 7;
+        if let Some(&(k, b)) = self.recent.get(r) {
+            if k == rank {
+                return b as usize;
+            }
+        }
+        let b = self.find_or_add(rank);
+        if let Some(e) = self.recent.get_mut(r) {
+            *e = (rank, b as u32);
+        }
+        b
+    }
+
+    fn find_or_add(&mut self, rank: u32) -> usize {
+        if self.map.len() < 2 * (self.used + 1) {
+            let cap = (self.map.len() * 2).max(64);
+            let old = std::mem::replace(&mut self.map, vec![0; cap]);
+            for v in old.into_iter().filter(|&v| v != 0) {
+                self.place(v);
+            }
+        }
+        let mask = self.map.len() - 1;
+        let want = u64::from(rank) + 1;
+        let mut i = (rank.wrapping_mul(0x9e37_79b1) as usize) & mask;
+        loop {
+            match self.map.get(i) {
+                Some(&0) | None => break,
+                Some(&v) if v >> 32 == want => return (v & 0xffff_ffff) as usize,
+                Some(_) => i = (i + 1) & mask,
+            }
+        }
+        let id = self.used;
+        self.used += 1;
+        if self.items.len() < self.used {
+            self.items.push(Vec::new());
+            self.heads.push(0);
+        }
+        if let Some(items) = self.items.get_mut(id) {
+            items.clear();
+        }
+        if let Some(h) = self.heads.get_mut(id) {
+            *h = 0;
+        }
+        if let Some(slot) = self.map.get_mut(i) {
+            *slot = (want << 32) | id as u64;
+        }
+        id
+    }
+
+    fn place(&mut self, v: u64) {
+        let mask = self.map.len() - 1;
+        let rank = ((v >> 32) - 1) as u32;
+        let mut i = (rank.wrapping_mul(0x9e37_79b1) as usize) & mask;
+        while let Some(slot) = self.map.get_mut(i) {
+            if *slot == 0 {
+                *slot = v;
+                return;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+}
+
+impl Queue for Buckets {
+    fn clear(&mut self) {
+        self.ranks.clear();
+        self.map.fill(0);
+        self.used = 0;
+        self.recent = [(NONE, 0); 8];
+    }
+
+    #[inline]
+    fn push(&mut self, rank: u32, pos: u32) {
+        let b = self.bucket(rank);
+        let (Some(items), Some(head)) = (self.items.get_mut(b), self.heads.get_mut(b)) else {
+            return;
+        };
+        if *head >= items.len() {
+            items.clear();
+            *head = 0;
+            items.push(pos);
+            self.ranks.push(Reverse((u64::from(rank) << 32) | b as u64));
+        } else if items.last().is_some_and(|&last| last < pos) {
+            items.push(pos);
+        } else {
+            let live = items.get(*head..).unwrap_or_default();
+            let at = *head + live.partition_point(|&p| p < pos);
+            items.insert(at, pos);
+        }
+    }
+
+    #[inline]
+    fn pop(&mut self) -> Option<(u32, u32)> {
+        loop {
+            let &Reverse(top) = self.ranks.peek()?;
+            let (rank, b) = ((top >> 32) as u32, (top & 0xffff_ffff) as usize);
+            let (Some(items), Some(head)) = (self.items.get(b), self.heads.get_mut(b)) else {
+                self.ranks.pop();
+                continue;
+            };
+            let Some(&pos) = items.get(*head) else {
+                self.ranks.pop();
+                continue;
+            };
+            *head += 1;
+            if *head >= items.len() {
+                self.ranks.pop();
+            }
+            return Some((rank, pos));
+        }
+    }
+}
+
+/// One segment of a chunked merge: its bounds, its tokens' starts (then its end) and its
+/// merge log, in piece positions.
+#[derive(Debug, Default)]
+struct Segment {
+    start: usize,
+    end: usize,
+    bounds: Vec<usize>,
+    log: Vec<(u32, u32, u32)>,
+}
+
+impl Scratch {
+    /// Frees merge buffers grown past what ordinary pieces need (after a long piece).
+    pub(crate) fn trim(&mut self) {
+        const KEEP: usize = 4 * CHUNK;
+        if self.end.capacity() > KEEP || self.heap.capacity() > KEEP || self.log.capacity() > KEEP {
+            let cache = std::mem::take(&mut self.cache);
+            *self = Scratch {
+                cache,
+                ..Scratch::default()
+            };
+        }
+    }
+}
+
+impl Segment {
+    fn emit(&self, token: &mut impl FnMut(usize, usize)) {
+        for w in self.bounds.windows(2) {
+            if let [a, b] = *w {
+                token(a, b);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -465,15 +1057,27 @@ mod tests {
     fn probe_sequences_are_short() {
         for encoding in crate::count::Encoding::ALL {
             let vocab = loaded(encoding);
-            let (mut used, mut run, mut longest) = (0usize, 0usize, 0usize);
-            for &s in &vocab.slots {
-                if s == 0 {
-                    run = 0;
-                } else {
-                    used += 1;
-                    run += 1;
-                    longest = longest.max(run);
+            let (mut used, mut longest) = (0usize, 0usize);
+            for (gi, group) in vocab.groups.iter().enumerate() {
+                vocab.built[gi].call_once(|| vocab.build(gi));
+                let first = group.base as usize;
+                let table: Vec<u64> = vocab.slots[first..first + group.count as usize * 2]
+                    .iter()
+                    .map(|s| s.load(Relaxed))
+                    .collect();
+                let mut run = 0usize;
+                // Twice round, so a run that wraps is counted whole.
+                for &s in table.iter().chain(table.iter()) {
+                    if s == 0 {
+                        run = 0;
+                    } else {
+                        run += 1;
+                        longest = longest.max(run.min(table.len()));
+                    }
                 }
+                let n = table.iter().filter(|&&s| s != 0).count();
+                assert_eq!(n, group.count as usize, "{encoding}: group {gi}");
+                used += n;
             }
             assert!(used * 2 <= vocab.slots.len(), "{encoding}: load factor");
             assert!(longest < 64, "{encoding}: a cluster of {longest} slots");
@@ -491,5 +1095,78 @@ mod tests {
         assert_eq!(vocab.rank(b"not a token at all"), None);
         assert_eq!(vocab.rank(&[b'a'; 200]), None);
         assert_eq!(vocab.rank(b""), None);
+    }
+
+    /// The chunked merge of `piece`, if it proves itself exact, and the whole merge's tokens.
+    type Tokens = Vec<(usize, usize)>;
+
+    fn both(vocab: &Vocab, piece: &[u8]) -> (Option<Tokens>, Tokens) {
+        let mut scratch = Scratch::default();
+        let mut chunked = Vec::new();
+        let ok = vocab.merge_chunked(piece, &mut scratch, |a, b| chunked.push((a, b)));
+        vocab.merge_heap(piece, &mut scratch, false);
+        let whole = scratch
+            .bounds
+            .windows(2)
+            .map(|w| (w[0] as usize, w[1] as usize))
+            .collect();
+        (ok.then_some(chunked), whole)
+    }
+
+    /// Long runs of one unit take the chunked path (no fallback) and match the whole merge.
+    #[test]
+    fn chunked_merge_of_runs_is_exact_and_taken() {
+        for encoding in crate::count::Encoding::ALL {
+            let vocab = loaded(encoding);
+            for unit in ["a", "z", " ", "!", "ab", "中", "é", "\n", "0", "xyz", "-="] {
+                for n in [CHUNKED_FROM, 20_011, 65_537, 100_003] {
+                    let piece = unit.repeat(n.div_ceil(unit.len()));
+                    let (chunked, whole) = both(vocab, piece.as_bytes());
+                    let chunked =
+                        chunked.unwrap_or_else(|| panic!("{encoding}: {unit:?} x {n} fell back"));
+                    assert_eq!(chunked, whole, "{encoding}: {unit:?} x {n}");
+                }
+            }
+        }
+    }
+
+    /// Random long pieces over small alphabets: the chunked merge, when it succeeds, always
+    /// equals the whole merge.
+    #[test]
+    fn chunked_merge_matches_whole_merge() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let alphabets: [&[u8]; 5] = [b"ab", b"aab", b"abc ", b"e!.", b"aaaaaaab"];
+        let mut taken = 0;
+        let cases = 40;
+        for case in 0..cases {
+            let encoding = crate::count::Encoding::ALL[case % 2];
+            let vocab = loaded(encoding);
+            let alphabet = alphabets[case % alphabets.len()];
+            let n = CHUNKED_FROM + (next() % 30_000) as usize;
+            // Runs of random length, so both near-periodic and irregular stretches occur.
+            let mut piece = Vec::with_capacity(n);
+            while piece.len() < n {
+                let b = alphabet[(next() % alphabet.len() as u64) as usize];
+                let run = 1 + (next() % if case % 3 == 0 { 3 } else { 300 }) as usize;
+                piece.extend(std::iter::repeat_n(b, run));
+            }
+            piece.truncate(n);
+            let (chunked, whole) = both(vocab, &piece);
+            if let Some(chunked) = chunked {
+                taken += 1;
+                assert_eq!(chunked, whole, "{encoding}: case {case}");
+            }
+        }
+        assert!(
+            taken > cases / 2,
+            "the chunked merge fell back in {} of {cases}",
+            cases - taken
+        );
     }
 }
