@@ -24,18 +24,16 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// Code points per block of the two-level class table.
-const BLOCK: u32 = 128;
+#[path = "src/bpe/class_bits.rs"]
+mod class_bits;
+use class_bits::{BLOCK_SHIFT, LETTER, LOWERISH, NUMBER, SPACE, UPPERISH};
 
-// Class bits; keep in sync with src/bpe/class.rs.
-const LETTER: u8 = 1;
-const NUMBER: u8 = 2;
-const SPACE: u8 = 4;
-const UPPERISH: u8 = 8;
-const LOWERISH: u8 = 16;
+/// Code points per block of the two-level class table.
+const BLOCK: u32 = 1 << BLOCK_SHIFT;
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=src/bpe/class_bits.rs");
     let out_dir = std::env::var("OUT_DIR").expect("OUT_DIR is set by cargo");
     let out = Path::new(&out_dir);
     let mut consts = String::new();

@@ -5,12 +5,11 @@
 //! out), as in `messages.rs`: safe on any depth, and the option bags hold arbitrary JSON
 //! (tool definitions, model entries).
 
-use js_sys::JSON;
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
 use super::error::ArgumentError;
-use super::{enter, error_message, type_name};
+use super::{enter, json_text, type_name, CONVERSATION};
 use crate::counting::{self, CountMessagesError, CountMessagesOptions};
 use crate::messages::parse_json;
 
@@ -230,24 +229,6 @@ impl From<CountingError> for JsValue {
     }
 }
 
-/// `value` as JSON text, through `JSON.stringify`.
-fn json_text(
-    value: &JsValue,
-    field: &'static str,
-    expected: &'static str,
-) -> Result<String, ArgumentError> {
-    let text = JSON::stringify(value).map_err(|err| ArgumentError::NotJson {
-        field,
-        reason: error_message(&err),
-    })?;
-    // NOTE: JSON.stringify gives undefined (not a string) for undefined, functions, symbols.
-    text.as_string().ok_or_else(|| ArgumentError::WrongType {
-        field,
-        expected,
-        got: type_name(value),
-    })
-}
-
 /// Reads an options bag; `undefined` and `null` are the defaults.
 fn read_options(options: &JsValue) -> Result<CountMessagesOptions, CountingError> {
     if options.is_undefined() || options.is_null() {
@@ -267,17 +248,12 @@ fn read_options(options: &JsValue) -> Result<CountMessagesOptions, CountingError
 }
 
 fn messages_text(messages: &JsValue) -> Result<String, ArgumentError> {
-    json_text(
-        messages,
-        "messages",
-        "an array or an object with a messages array",
-    )
+    json_text(messages, "messages", CONVERSATION)
 }
 
-/// A serializable result as a JS value, through one `JSON.parse`.
+/// A serializable result as a JS value.
 fn to_js<T: Serialize>(value: &T) -> Result<JsValue, CountingError> {
-    let text = serde_json::to_string(value).map_err(|e| CountingError::Internal(e.to_string()))?;
-    JSON::parse(&text).map_err(|err| CountingError::Internal(error_message(&err)))
+    super::to_js(value).map_err(CountingError::Internal)
 }
 
 #[wasm_bindgen(js_name = modelInfo, skip_typescript)]

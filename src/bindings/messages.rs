@@ -8,12 +8,11 @@
 //! `Date` is its `toJSON()` string, not an empty object). It is also safe at any depth: serde_json
 //! stops at 128 levels, where a recursive walk would overflow the wasm stack.
 
-use js_sys::JSON;
 use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
 use super::error::{ArgumentError, MessagesError};
-use super::{enter, type_name};
+use super::{enter, json_text, type_name, CONVERSATION};
 use crate::messages::{self, Format, MessagesOptions};
 
 #[wasm_bindgen(typescript_custom_section)]
@@ -178,25 +177,14 @@ fn read_options(options: Option<MessagesOptionsJs>) -> Result<MessagesOptions, M
     })
 }
 
-/// The conversation as JSON text, through `JSON.stringify`.
+/// The conversation as JSON text.
 fn to_json_text(messages: &JsValue) -> Result<String, ArgumentError> {
-    let not_json = |reason: String| ArgumentError::NotJson {
-        field: "messages",
-        reason,
-    };
-    let text = JSON::stringify(messages).map_err(|err| not_json(super::error_message(&err)))?;
-    // NOTE: JSON.stringify gives undefined (not a string) for undefined, functions, symbols.
-    text.as_string().ok_or_else(|| ArgumentError::WrongType {
-        field: "messages",
-        expected: "an array or an object with a messages array",
-        got: type_name(messages),
-    })
+    json_text(messages, "messages", CONVERSATION)
 }
 
-/// A serializable result as a JS value, through one `JSON.parse`.
+/// A serializable result as a JS value.
 fn to_js<T: Serialize>(value: &T) -> Result<JsValue, MessagesError> {
-    let text = serde_json::to_string(value).map_err(|e| MessagesError::Internal(e.to_string()))?;
-    JSON::parse(&text).map_err(|err| MessagesError::Internal(super::error_message(&err)))
+    super::to_js(value).map_err(MessagesError::Internal)
 }
 
 #[wasm_bindgen(js_name = detectFormat, skip_typescript)]
@@ -265,5 +253,5 @@ pub fn boundary_probe(messages: JsValue, strategy: &str) -> Result<JsValue, Mess
         conversation.into_json_string(),
         serde_json::to_string(&problems).map_err(|e| MessagesError::Internal(e.to_string()))?
     );
-    JSON::parse(&out).map_err(|err| MessagesError::Internal(super::error_message(&err)))
+    js_sys::JSON::parse(&out).map_err(|err| MessagesError::Internal(super::error_message(&err)))
 }

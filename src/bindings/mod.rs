@@ -66,6 +66,34 @@ fn string_field(
         })
 }
 
+/// What a conversation argument must be, for error messages.
+const CONVERSATION: &str = "an array or an object with a messages array";
+
+/// `value` as JSON text, through `JSON.stringify`: what an SDK sends the provider.
+fn json_text(
+    value: &JsValue,
+    field: &'static str,
+    expected: &'static str,
+) -> Result<String, ArgumentError> {
+    let text = js_sys::JSON::stringify(value).map_err(|err| ArgumentError::NotJson {
+        field,
+        reason: error_message(&err),
+    })?;
+    // NOTE: JSON.stringify gives undefined (not a string) for undefined, functions, symbols.
+    text.as_string().ok_or_else(|| ArgumentError::WrongType {
+        field,
+        expected,
+        got: type_name(value),
+    })
+}
+
+/// A serializable result as a JS value, through one `JSON.parse`; the error is a defect of
+/// ours, described for an `Internal` error variant.
+fn to_js<T: serde::Serialize>(value: &T) -> Result<JsValue, String> {
+    let text = serde_json::to_string(value).map_err(|e| e.to_string())?;
+    js_sys::JSON::parse(&text).map_err(|err| error_message(&err))
+}
+
 /// The message of a thrown value (an `Error`'s message, or the value as a string).
 fn error_message(err: &JsValue) -> String {
     match err.dyn_ref::<js_sys::Error>() {

@@ -125,6 +125,14 @@ pub(crate) fn opt_obj<'a>(
     }
 }
 
+/// Takes `value` as an object, or names what it is instead.
+pub(crate) fn into_obj(value: Value) -> Result<Map<String, Value>, ParseError> {
+    match value {
+        Value::Object(o) => Ok(o),
+        other => Err(ParseError::expected("", "an object", Some(&other))),
+    }
+}
+
 /// The value as an object, or an error at an empty relative path.
 pub(crate) fn as_obj(value: &Value) -> Result<&Map<String, Value>, ParseError> {
     match value {

@@ -10,17 +10,14 @@ use std::mem;
 
 use serde_json::{json, Value};
 
-use super::error::{as_obj, opt_obj, opt_str, req_str, ParseError, ParseErrorKind};
+use super::error::{as_obj, into_obj, opt_obj, opt_str, req_str, ParseError, ParseErrorKind};
 use super::model::{Form, Format, Message, Part, PartInfo, PartKind, Role, Slot};
 use super::parse_content;
 
 const ROLES: &str = "\"system\", \"developer\", \"user\", \"assistant\", \"tool\" or \"function\"";
 
 pub(crate) fn parse_message(value: Value) -> Result<Message, ParseError> {
-    let mut obj = match value {
-        Value::Object(obj) => obj,
-        other => return Err(ParseError::expected("", "an object", Some(&other))),
-    };
+    let mut obj = into_obj(value)?;
     let role = match req_str(&obj, "role")? {
         "system" => Role::System,
         "developer" => Role::Developer,
