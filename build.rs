@@ -9,10 +9,14 @@
 //! - `<enc>.rank`: the rank of each token of `<enc>.tok`, in the same order, packed
 //!   little-endian in `RANK_BITS` bits each.
 //! - `<enc>.grp`: the directory of `<enc>.tok` by two-byte prefix, so the reader can decode
-//!   one prefix's tokens without the others: for each prefix in order, the prefix (2 bytes),
-//!   its token count (u16), their bytes (u32) and their length in `<enc>.tok` (u32).
+//!   one prefix's tokens without the others. A prefix of more than `SPLIT_FROM` tokens is
+//!   split into blocks by third byte. For each block in order: the prefix (2 bytes), the
+//!   third byte and 1 if split (else 0 and 0), its token count (u16), their bytes (u32) and
+//!   their length in `<enc>.tok` (u32).
 //! - `<enc>.short`: the rank of each byte (256 u32), then every two-byte token as its bytes
 //!   and its rank (u32).
+//! - in `bpe_consts.rs`, its sizes, and whether every one- to three-digit ASCII string is a
+//!   token (`<ENC>_DIGIT_TOKENS`).
 //!
 //! And, for both encodings, `ucd.idx` / `ucd.blk`: a two-level table giving each code point a
 //! class byte (letter, number, white space, and the two o200k casing classes), computed from
@@ -27,6 +31,9 @@ use std::path::Path;
 #[path = "src/bpe/class_bits.rs"]
 mod class_bits;
 use class_bits::{BLOCK_SHIFT, LETTER, LOWERISH, NUMBER, SPACE, UPPERISH};
+
+/// Prefixes with more tokens than this are split into blocks by third byte.
+const SPLIT_FROM: usize = 512;
 
 /// Code points per block of the two-level class table.
 const BLOCK: u32 = 1 << BLOCK_SHIFT;
@@ -107,12 +114,21 @@ fn write_encoding(
     let mut groups: Vec<u8> = Vec::new();
     let (mut acc, mut nbits) = (0u64, 0u32);
     let mut prev: &[u8] = &[];
-    // (prefix, tokens, bytes, stream bytes) of the current group.
-    let mut group: Option<([u8; 2], u32, u32, u32)> = None;
-    let flush = |groups: &mut Vec<u8>, g: Option<([u8; 2], u32, u32, u32)>| {
-        if let Some((prefix, count, bytes, stream)) = g {
+    // A prefix with many tokens is split into blocks by third byte, so the first lookup in
+    // it builds the table of a block, not of thousands of tokens.
+    let mut per_prefix: std::collections::HashMap<[u8; 2], usize> = Default::default();
+    for (bytes, _) in &long {
+        *per_prefix.entry([bytes[0], bytes[1]]).or_default() += 1;
+    }
+    // (prefix, third byte or none, tokens, bytes, stream bytes) of the current block.
+    type Block = ([u8; 2], Option<u8>, u32, u32, u32);
+    let mut group: Option<Block> = None;
+    let flush = |groups: &mut Vec<u8>, g: Option<Block>| {
+        if let Some((prefix, third, count, bytes, stream)) = g {
             let count = u16::try_from(count).expect("a group of fewer than 65536 tokens");
             groups.extend_from_slice(&prefix);
+            groups.push(third.unwrap_or(0));
+            groups.push(u8::from(third.is_some()));
             groups.extend_from_slice(&count.to_le_bytes());
             groups.extend_from_slice(&bytes.to_le_bytes());
             groups.extend_from_slice(&stream.to_le_bytes());
@@ -120,18 +136,19 @@ fn write_encoding(
     };
     for (bytes, rank) in &long {
         let prefix = [bytes[0], bytes[1]];
-        if group.map(|g| g.0) != Some(prefix) {
+        let third = (per_prefix[&prefix] > SPLIT_FROM).then_some(bytes[2]);
+        if group.map(|g| (g.0, g.1)) != Some((prefix, third)) {
             flush(&mut groups, group);
-            group = Some((prefix, 0, 0, 0));
+            group = Some((prefix, third, 0, 0, 0));
         }
         let shared = prev.iter().zip(bytes).take_while(|(a, b)| a == b).count();
         tok.push(shared as u8);
         tok.push((bytes.len() - shared) as u8);
         tok.extend_from_slice(&bytes[shared..]);
         if let Some(g) = group.as_mut() {
-            g.1 += 1;
-            g.2 += bytes.len() as u32;
-            g.3 += 2 + (bytes.len() - shared) as u32;
+            g.2 += 1;
+            g.3 += bytes.len() as u32;
+            g.4 += 2 + (bytes.len() - shared) as u32;
         }
         prev = bytes;
         acc |= u64::from(*rank) << nbits;
@@ -157,10 +174,28 @@ fn write_encoding(
         "pub(crate) const {name}_TOKENS: usize = {};",
         long.len()
     );
-    let _ = writeln!(consts, "pub(crate) const {name}_BYTES: usize = {total};");
+    let long_bytes: usize = long.iter().map(|(b, _)| b.len()).sum();
+    let _ = writeln!(
+        consts,
+        "pub(crate) const {name}_BYTES: usize = {long_bytes};"
+    );
     let _ = writeln!(
         consts,
         "pub(crate) const {name}_RANK_BITS: u32 = {rank_bits};"
+    );
+    // Whether every string of one to three ASCII digits is one token, which lets the counter
+    // count a run of ASCII digits without looking at it (see `split::Pieces::ascii_digits`).
+    let is_token = |t: &[u8]| {
+        tokens
+            .binary_search_by(|(b, _)| b.as_slice().cmp(t))
+            .is_ok()
+    };
+    let digit_tokens = (1..=3u32).all(|width| {
+        (0..10u32.pow(width)).all(|n| is_token(format!("{n:0w$}", w = width as usize).as_bytes()))
+    });
+    let _ = writeln!(
+        consts,
+        "pub(crate) const {name}_DIGIT_TOKENS: bool = {digit_tokens};"
     );
 }
 

@@ -107,6 +107,54 @@ fn long_runs_match_reference() {
     }
 }
 
+/// Runs of ASCII digits, which the counter skips by their length, next to what may change
+/// their grouping: non-ASCII numbers (Nd, No, Nl, four-byte), letters, contractions, spaces.
+#[test]
+fn digit_runs_match_reference() {
+    let around = [
+        "", "a", "A", "٣", "²", "Ⅻ", "𝟏", "٣٤", "¹²³", "'s", "'S", " ", "  ", "\n", ".", "x٣", "é",
+        "中", "$", "1٣", "'",
+    ];
+    for n in 0..=10 {
+        let digits: String = "9081726354".chars().take(n).collect();
+        for before in around {
+            for after in around {
+                assert_equal(&format!("{before}{digits}{after}"));
+                assert_equal(&format!("{before}{digits}{after}{digits}"));
+            }
+        }
+    }
+    for n in [3000, 3001, 3002, 100_000] {
+        let digits: String = (0..n)
+            .map(|i| char::from(b'0' + (i * 7 % 10) as u8))
+            .collect();
+        assert_equal(&digits);
+        assert_equal(&format!("{digits}٣{digits}"));
+        assert_equal(&format!("x{digits}²"));
+    }
+}
+
+/// ASCII words, which both scanners cut with a byte loop, next to what may extend or end
+/// them otherwise: non-ASCII letters of both casing classes, marks, contractions.
+#[test]
+fn ascii_words_next_to_other_letters() {
+    let words = [
+        "a", "ab", "Ab", "AB", "ABc", "aBC", "hello", "HELLO", "McDonald", "x",
+    ];
+    let around = [
+        "", " ", "  ", "'", "'s", "'S", "'ſ", "'ll", "'LL", "'ve", "'x", "é", "É", "\u{301}", "ǅ",
+        "ʰ", "中", "٣", "1", "\n", "\r\n", "!", "-", "$", "\u{a0}", "ab", "AB",
+    ];
+    for word in words {
+        for before in around {
+            for after in around {
+                assert_equal(&format!("{before}{word}{after}"));
+                assert_equal(&format!("{before}{word}{after}{word}"));
+            }
+        }
+    }
+}
+
 /// Pieces long enough for the chunked merge (20 KiB and more).
 #[test]
 fn very_long_runs_match_reference() {

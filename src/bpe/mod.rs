@@ -13,6 +13,8 @@
 //!   counts), a heap merge for longer ones, and for pieces of 20 KiB and more a merge chunk by
 //!   chunk whose every cut is proven not to change the result (so a megabyte of one letter is
 //!   fast and needs bounded memory; see `Vocab::merge_chunked`).
+//! - Digits: a run of ASCII digits is counted from its length, a token per three digits
+//!   (see `split::Pieces::ascii_digits`).
 //!
 //! Special-token text such as `<|endoftext|>` is counted as ordinary text, as
 //! [`crate::count_tokens`] does.
@@ -41,6 +43,7 @@ static O200K_SOURCE: Source = Source {
     count: generated::O200K_TOKENS,
     bytes: generated::O200K_BYTES,
     rank_bits: generated::O200K_RANK_BITS,
+    digit_tokens: generated::O200K_DIGIT_TOKENS,
 };
 
 #[cfg(feature = "cl100k")]
@@ -52,6 +55,7 @@ static CL100K_SOURCE: Source = Source {
     count: generated::CL100K_TOKENS,
     bytes: generated::CL100K_BYTES,
     rank_bits: generated::CL100K_RANK_BITS,
+    digit_tokens: generated::CL100K_DIGIT_TOKENS,
 };
 
 type Loaded = Result<Vocab, String>;
@@ -118,10 +122,24 @@ pub fn count(text: &str, encoding: Encoding) -> Result<usize, CountError> {
         return Ok(0);
     }
     let vocab = vocab(encoding)?;
+    let digit_tokens = vocab.digit_tokens();
     let count = |scratch: &mut Scratch| -> usize {
-        Pieces::new(text, pattern(encoding))
-            .map(|piece| vocab.count_piece(piece, scratch))
-            .sum()
+        let mut pieces = Pieces::new(text, pattern(encoding));
+        let mut n = 0;
+        loop {
+            // NOTE: every one- to three-digit ASCII string is one token (build.rs checks), so
+            // a run of ASCII digits is counted by its length alone.
+            if digit_tokens {
+                let k = pieces.ascii_digits();
+                if k > 0 {
+                    n += k;
+                    continue;
+                }
+            }
+            let Some(piece) = pieces.next() else { break };
+            n += vocab.count_piece(piece, scratch);
+        }
+        n
     };
     // NOTE: one scratch (merge buffers and the cache of recent pieces' counts) per encoding
     // and thread, kept between calls; a re-entrant call (none today) would use a fresh one.
@@ -161,4 +179,18 @@ pub fn encode(text: &str, encoding: Encoding) -> Result<Vec<u32>, CountError> {
 /// The pre-tokenizer's pieces of `text`, for tests and diagnostics. Needs no tables.
 pub fn pieces(text: &str, encoding: Encoding) -> impl Iterator<Item = &[u8]> + '_ {
     Pieces::new(text, pattern(encoding))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The digit fast path of [`count`] is taken in both encodings (and is exact:
+    /// `tests/bpe_equality.rs`).
+    #[test]
+    fn digit_strings_are_tokens() {
+        for encoding in Encoding::ALL {
+            assert!(vocab(encoding).unwrap().digit_tokens(), "{encoding}");
+        }
+    }
 }

@@ -173,8 +173,48 @@ fn space_run(t: &[u8], i: usize) -> SpaceRun {
     run
 }
 
+/// Whether `b` is ASCII and `[^\r\n\p{L}\p{N}]`.
+#[inline(always)]
+fn is_ascii_p(b: u8) -> bool {
+    super::class::ASCII
+        .get(usize::from(b))
+        .is_some_and(|&cls| cls & (LETTER | NUMBER) == 0)
+        && b != b'\r'
+        && b != b'\n'
+}
+
+/// The common cl100k piece, all ASCII up to its end: `[^\r\n\p{L}\p{N}]?+\p{L}++` from
+/// `i`, if `t[i]` starts one and is not an apostrophe (which may start a contraction). A
+/// byte loop, where the general scanner decodes characters; past a non-ASCII byte the
+/// letter run goes on in the general way.
+#[inline(always)]
+fn cl100k_ascii_word(t: &[u8], i: usize) -> Option<usize> {
+    let b0 = *t.get(i)?;
+    let s = if b0.is_ascii_alphabetic() {
+        i
+    } else if is_ascii_p(b0) && b0 != b'\'' {
+        i + 1
+    } else {
+        return None;
+    };
+    let mut p = s;
+    while t.get(p).is_some_and(u8::is_ascii_alphabetic) {
+        p += 1;
+    }
+    if p == s {
+        return None;
+    }
+    if t.get(p).is_some_and(|&b| b >= 0x80) {
+        return Some(skip_class(t, p, LETTER));
+    }
+    Some(p)
+}
+
 /// The end of the cl100k piece that starts at `i` (`i` < `t.len()`).
 fn cl100k_end(t: &[u8], i: usize) -> usize {
+    if let Some(end) = cl100k_ascii_word(t, i) {
+        return end;
+    }
     let Some(c0) = at(t, i) else {
         return t.len();
     };
@@ -267,14 +307,54 @@ fn optional_contraction(t: &[u8], end: usize) -> usize {
     }
 }
 
+/// The common o200k piece, all ASCII: an optional `[^\r\n\p{L}\p{N}]`, then
+/// `[A-Z]*[a-z]*` (at least one letter), then an optional contraction, from `i`. None
+/// whenever the general scanner is needed: no letter, or a non-ASCII character (which may be
+/// a letter of either casing class) ends the letters.
+///
+/// Among ASCII characters the casing classes are the cases, and letters are never
+/// `[^\r\n\p{L}\p{N}]`. If a lower-case letter follows, this is the general scanner's
+/// first word alternative (tried with the leading character if there is one, as the greedy
+/// `?` does). If not, both lower-case alternatives fail (no ASCII letter is in both casing
+/// classes, so `+` has nothing to take), and the upper-case one takes the same letters.
+#[inline(always)]
+fn o200k_ascii_word(t: &[u8], i: usize) -> Option<usize> {
+    let b0 = *t.get(i)?;
+    let s = if b0.is_ascii_alphabetic() {
+        i
+    } else if is_ascii_p(b0) {
+        i + 1
+    } else {
+        return None;
+    };
+    let mut p = s;
+    while t.get(p).is_some_and(u8::is_ascii_uppercase) {
+        p += 1;
+    }
+    while t.get(p).is_some_and(u8::is_ascii_lowercase) {
+        p += 1;
+    }
+    if p == s || t.get(p).is_some_and(|&b| b >= 0x80) {
+        return None;
+    }
+    Some(optional_contraction(t, p))
+}
+
 /// The end of the o200k piece that starts at `i` (`i` < `t.len()`).
 fn o200k_end(t: &[u8], i: usize) -> usize {
+    if let Some(end) = o200k_ascii_word(t, i) {
+        return end;
+    }
     let Some(c0) = at(t, i) else {
         return t.len();
     };
     // The two word alternatives, each tried first with the optional leading
-    // [^\r\n\p{L}\p{N}] taken (greedy), then without it, as backtracking would.
-    let after_p = is_p(c0).then_some(i + c0.len);
+    // [^\r\n\p{L}\p{N}] taken (greedy), then without it, as backtracking would. Either
+    // needs a character of a casing class where it starts, so the leading character is
+    // only worth taking if one follows it (punctuation skips all four tries).
+    let after_p = is_p(c0)
+        .then_some(i + c0.len)
+        .filter(|&s| at(t, s).is_some_and(|c| c.cls & (UPPERISH | LOWERISH) != 0));
     if after_p.is_some() || c0.cls & (UPPERISH | LOWERISH) != 0 {
         if let Some(end) = after_p.and_then(|s| o200k_word_lower(t, s)) {
             return end;
@@ -337,6 +417,37 @@ impl<'a> Pieces<'a> {
             pos: 0,
             pattern,
         }
+    }
+}
+
+impl Pieces<'_> {
+    /// If the next piece starts with an ASCII digit, skips the pieces of the ASCII digits from
+    /// here, as far as the pattern's grouping can be known without looking further, and
+    /// returns how many pieces that was (0 if none: the caller then takes the next piece).
+    ///
+    /// Both patterns cut a run of `\p{N}` into pieces of three from its start, the last of
+    /// one to three: no other alternative of either pattern takes a `\p{N}`, so a piece that
+    /// starts at a number is `\p{N}{1,3}`, and so is the piece after it while the run goes
+    /// on. From a piece boundary inside a run, then, `k` ASCII digits are `k / 3` pieces of
+    /// three and a shorter last one, if the run ends after them. If a non-ASCII number (such
+    /// as `٣` or `²`) follows them, only the whole groups of three are skipped here; the
+    /// group that takes the non-ASCII number is left to the scanner.
+    #[inline]
+    pub(crate) fn ascii_digits(&mut self) -> usize {
+        let start = self.pos;
+        let mut end = start;
+        while self.text.get(end).is_some_and(u8::is_ascii_digit) {
+            end += 1;
+        }
+        let mut k = end - start;
+        if k == 0 {
+            return 0;
+        }
+        if at(self.text, end).is_some_and(|c| c.cls & NUMBER != 0) {
+            k -= k % 3;
+        }
+        self.pos = start + k;
+        k.div_ceil(3)
     }
 }
 

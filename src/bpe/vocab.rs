@@ -2,15 +2,14 @@
 //!
 //! The generated tables (see `build.rs`) hold every token's bytes in sorted, front-coded form
 //! and its rank packed in a few bits, with a directory of each two-byte prefix's run of tokens.
-//! Loading reads the directory and the one- and two-byte tables; a prefix's tokens are decoded
-//! into one shared buffer, and its small open-addressing table filled, when a key with that
-//! prefix is first looked up (see [`Vocab`]). Nothing is parsed from text and no per-token
-//! allocation is made.
+//! Loading reads the directory and the one- and two-byte tables; a prefix's tokens are decoded,
+//! and its small open-addressing table allocated and filled, when a key with that prefix is
+//! first looked up (see [`Vocab`]). Nothing is parsed from text and no per-token allocation
+//! is made.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::Once;
+use std::sync::OnceLock;
 
 /// No rank: the bytes are not a token.
 const NONE: u32 = u32::MAX;
@@ -60,53 +59,79 @@ pub(crate) struct Source {
     pub(crate) short: &'static [u8],
     /// The directory of `tokens` by two-byte prefix.
     pub(crate) groups: &'static [u8],
-    /// Tokens in `tokens` (three bytes or more).
+    /// Tokens in `tokens` (three bytes or more), and their bytes.
     pub(crate) count: usize,
     pub(crate) bytes: usize,
     pub(crate) rank_bits: u32,
+    /// Whether every string of one to three ASCII digits is one token.
+    pub(crate) digit_tokens: bool,
 }
 
-// Slot layout (u64): offset 0..21 | length - 1 21..28 | rank 28..46 | tag 46..63 | used 63.
+// Slot layouts (u64). Bit 63: used; bit 62: inline.
+// Inline (tokens of 3 to 7 bytes): the bytes after the prefix 0..40 | length 40..43 |
+//   rank 43..61.
+// Stored (8 bytes or more): offset in the table's `rest` 0..21 | length - 1 21..28 |
+//   rank 28..46 | tag 46..62.
+const USED: u64 = 1 << 63;
+const INLINE: u64 = 1 << 62;
+/// The longest token kept inline: its bytes after the prefix fill `INLINE_KEY_BITS`.
+const INLINE_MAX: usize = 7;
+const INLINE_KEY_BITS: u32 = 43;
+const INLINE_RANK_SHIFT: u32 = 43;
 const OFFSET_BITS: u32 = 21;
 const LEN_SHIFT: u32 = 21;
 const RANK_SHIFT: u32 = 28;
 const RANK_BITS: u32 = 18;
 const TAG_SHIFT: u32 = 46;
-const TAG_BITS: u32 = 17;
-const USED: u64 = 1 << 63;
+const TAG_BITS: u32 = 16;
+const RANK_MASK: u64 = (1 << RANK_BITS) - 1;
 
-/// Groups of the index: one per first two bytes.
-const GROUPS: usize = 1 << 16;
+/// Prefixes: one per first two bytes.
+const PREFIXES: usize = 1 << 16;
+/// A prefix's entry: the two-byte token's rank in the low `PAIR_BITS` bits (all ones for
+/// none), its group's index above them (all ones for none).
+const PAIR_BITS: u32 = RANK_BITS;
+const PAIR_NONE: u32 = (1 << PAIR_BITS) - 1;
+/// In a prefix entry's group field: the prefix is split, and the rest is its index in
+/// `splits`. All ones (split index `GROUP_INDEX_MAX`, never used) is no group.
+const SPLIT: u32 = 1 << (31 - PAIR_BITS);
+const GROUP_INDEX_MAX: usize = SPLIT as usize - 1;
+/// Bytes per record of the generated directory of groups (see `build.rs`).
+const RECORD: usize = 14;
 
 /// A loaded vocabulary.
 ///
 /// Tokens of three bytes or more are indexed by their first two bytes: each such prefix (a
-/// group) owns a small open-addressing table (linear probing, load factor 1/2), and the
-/// tables lie back to back in `slots`. Loading only reads the generated directory of groups
-/// (and the one- and two-byte tables); a group's tokens are decoded and its table filled the
-/// first time a key with its prefix is looked up (under a `Once`, so concurrent first
-/// lookups on the host are safe). A short text touches a few dozen groups of thousands, so the first count costs a
-/// fraction of decoding everything; a long one ends up building all of them, one small
-/// table at a time, in cache.
+/// group) owns a small open-addressing table (linear probing, load factor 1/2), allocated
+/// and filled the first time a key with its prefix is looked up (under a `OnceLock`, so
+/// concurrent first lookups on the host are safe). A prefix of more than 512 tokens (such as
+/// ` t`, of thousands) is split by third byte into several groups, so a first lookup there
+/// decodes the tokens of ` th`, not of all ` t`. Loading only reads the generated directory
+/// of groups and the one- and two-byte tables. A short text touches a few dozen groups of
+/// thousands, so the first count costs a fraction of decoding everything; a long one ends up
+/// building all of them, one small table at a time, in cache.
+///
+/// A token of up to seven bytes lies whole in its slot (its five bytes after the prefix,
+/// its length and rank), so looking it up reads one slot and nothing else; most lookups,
+/// those of whole words and of the merge's pairs, are of such tokens.
 #[derive(Debug)]
 pub(crate) struct Vocab {
     src: Source,
-    /// Token bytes, as little-endian words; each group's bytes start on a word.
-    words: Vec<AtomicU64>,
-    /// The hash tables of all groups.
-    slots: Vec<AtomicU64>,
-    /// The index in `groups` of each prefix `b0 << 8 | b1`, or NONE.
-    dense: Vec<u32>,
+    /// For each prefix `b0 << 8 | b1`, packed in a u32 ([`PAIR_BITS`]): the rank of the
+    /// two-byte token, and the index in `groups` of the longer tokens that start with it, or
+    /// with [`SPLIT`] the index in `splits` of the prefix's groups (all ones for none). One
+    /// small table, so a merge's pair lookups and its longer lookups share cache lines.
+    prefixes: Vec<u32>,
     groups: Vec<Group>,
-    /// Whether each group's table is built.
-    built: Vec<Once>,
-    /// The rank of every two-byte token, indexed by `b0 << 8 | b1`.
-    pairs: Vec<u32>,
+    /// For each split prefix, the group of each third byte (`u16::MAX` for none).
+    splits: Vec<[u16; 256]>,
+    /// Each group's table, once built.
+    tables: Vec<OnceLock<Table>>,
     /// The rank of every byte.
     singles: [u32; 256],
 }
 
-/// Where one group's tokens and table are.
+/// Where one group's tokens are in the generated tables.
 #[derive(Debug, Clone, Copy, Default)]
 struct Group {
     prefix: u16,
@@ -116,9 +141,15 @@ struct Group {
     /// Its tokens, and their bytes.
     count: u32,
     bytes: u32,
-    /// Its first byte in `words` (a multiple of 8), and its table in `slots`.
-    offset: u32,
-    base: u32,
+}
+
+/// One group's hash table.
+#[derive(Debug)]
+struct Table {
+    slots: Box<[u64]>,
+    /// The bytes after the prefix of its tokens of eight bytes or more, back to back, then
+    /// eight bytes of padding (so a word can be loaded at any token's last bytes).
+    rest: Box<[u8]>,
 }
 
 const K: u64 = 0xf135_7aea_2e62_a9c5;
@@ -126,23 +157,42 @@ const K: u64 = 0xf135_7aea_2e62_a9c5;
 /// The `len` (1..=8) bytes of `bytes` from `from`, zero-extended, little-endian.
 #[inline(always)]
 fn word_at(bytes: &[u8], from: usize, len: usize) -> u64 {
-    if let Some(w) = bytes.get(from..from + 8) {
-        let mut buf = [0u8; 8];
-        buf.copy_from_slice(w);
-        let v = u64::from_le_bytes(buf);
-        if len >= 8 {
+    let load = |at: usize| {
+        bytes.get(at..at + 8).map(|w| {
+            let mut buf = [0u8; 8];
+            buf.copy_from_slice(w);
+            u64::from_le_bytes(buf)
+        })
+    };
+    if len == 0 {
+        return 0;
+    }
+    if let Some(v) = load(from) {
+        return if len >= 8 {
             v
         } else {
             v & ((1u64 << (8 * len)) - 1)
+        };
+    }
+    // NOTE: near the end of the slice (the last bytes of every piece), the eight bytes that
+    // end where these end, shifted down, instead of a byte loop.
+    let end = from + len;
+    if len <= 8 && end >= 8 {
+        if let Some(v) = load(end - 8) {
+            return v >> (8 * (8 - len));
         }
-    } else {
-        let mut buf = [0u8; 8];
-        if let Some(w) = bytes.get(from..(from + len).min(bytes.len())) {
-            for (d, s) in buf.iter_mut().zip(w) {
-                *d = *s;
-            }
-        }
-        u64::from_le_bytes(buf)
+    }
+    // A slice shorter than eight bytes (a short piece): two loads that overlap.
+    let le = |at: usize, n: usize| -> u64 {
+        bytes.get(at..at + n).map_or(0, |w| {
+            w.iter().rev().fold(0, |v, &b| (v << 8) | u64::from(b))
+        })
+    };
+    match len {
+        1 => le(from, 1),
+        2..=3 => le(from, 2) | (le(end - 2, 2) << (8 * (len - 2))),
+        4..=8 => le(from, 4) | (le(end - 4, 4) << (8 * (len - 4))),
+        _ => 0,
     }
 }
 
@@ -161,6 +211,23 @@ fn hash_at(bytes: &[u8], from: usize, len: usize) -> u64 {
     h.wrapping_mul(K)
 }
 
+/// The inline key of a token of `len` (3..=7) bytes whose bytes after the prefix are `rest`
+/// (zero-extended): the bits of its slot that a lookup compares.
+#[inline(always)]
+fn inline_key(rest: u64, len: usize) -> u64 {
+    rest | ((len as u64) << 40) | INLINE | USED
+}
+
+/// The bits of a slot that hold an inline key.
+const INLINE_CHECK: u64 = ((1 << INLINE_KEY_BITS) - 1) | INLINE | USED;
+
+/// The hash of an inline key.
+#[inline(always)]
+fn inline_hash(key: u64) -> u64 {
+    let h = key.wrapping_mul(K);
+    h ^ (h >> 29)
+}
+
 #[inline(always)]
 fn tag(h: u64) -> u64 {
     (h >> 8) & ((1 << TAG_BITS) - 1)
@@ -170,21 +237,6 @@ fn tag(h: u64) -> u64 {
 #[inline(always)]
 fn home(h: u64, cap: usize) -> usize {
     (((h >> 32) * cap as u64) >> 32) as usize
-}
-
-/// Copies `len` bytes from `src[from..]` to `dst[to..]` eight at a time. It may write up to
-/// seven bytes past `to + len`, which must be in bounds (the caller's padding); those are
-/// overwritten by the next token or are padding.
-#[inline(always)]
-fn copy_words(dst: &mut [u8], to: usize, src: &[u8], from: usize, len: usize) {
-    let mut k = 0;
-    while k < len {
-        let w = word_at(src, from + k, (len - k).min(8));
-        if let Some(d) = dst.get_mut(to + k..to + k + 8) {
-            d.copy_from_slice(&w.to_le_bytes());
-        }
-        k += 8;
-    }
 }
 
 /// Reads the `index`-th `bits`-bit little-endian field of `packed`.
@@ -207,7 +259,7 @@ impl Vocab {
     /// defect).
     #[inline(never)]
     pub(crate) fn load(src: Source) -> Result<Vocab, String> {
-        if src.bytes >= 1 << OFFSET_BITS || src.rank_bits > RANK_BITS {
+        if src.rank_bits > RANK_BITS {
             return Err("tables exceed the index layout".into());
         }
         let bad = || String::from("token tables are corrupt");
@@ -224,53 +276,95 @@ impl Vocab {
         for (b, r) in singles.iter_mut().enumerate() {
             *r = u32_at(src.short, 4 * b).ok_or_else(bad)?;
         }
-        let mut pairs = vec![NONE; 1 << 16];
+        let mut prefixes = vec![u32::MAX; PREFIXES];
         for rec in src.short.get(1024..).ok_or_else(bad)?.chunks(6) {
             let (Some(&b0), Some(&b1), Some(rank)) = (rec.first(), rec.get(1), u32_at(rec, 2))
             else {
                 return Err(bad());
             };
-            *pairs
+            if rank >= PAIR_NONE {
+                return Err("tables exceed the index layout".into());
+            }
+            let entry = prefixes
                 .get_mut(usize::from(b0) << 8 | usize::from(b1))
-                .ok_or_else(bad)? = rank;
+                .ok_or_else(bad)?;
+            *entry = (*entry & !PAIR_NONE) | rank;
         }
-        let mut dense = vec![NONE; GROUPS];
-        let mut groups: Vec<Group> = Vec::with_capacity(src.groups.len() / 12);
-        let (mut pos, mut index, mut offset, mut base) = (0usize, 0usize, 0usize, 0usize);
-        let mut last_prefix: Option<usize> = None;
-        for rec in src.groups.chunks(12) {
-            let (Some(&b0), Some(&b1), Some(&c0), Some(&c1), Some(bytes), Some(stream)) = (
+        // Whole prefixes' groups first, so their indices fit the prefix entry; the blocks of
+        // split prefixes after them, found through `splits`.
+        let mut groups: Vec<Group> = Vec::with_capacity(src.groups.len() / RECORD);
+        let mut blocks: Vec<Group> = Vec::new();
+        let mut splits: Vec<[u16; 256]> = Vec::new();
+        let (mut pos, mut index, mut total) = (0usize, 0usize, 0usize);
+        let mut last: Option<(usize, u8)> = None;
+        for rec in src.groups.chunks(RECORD) {
+            let (Some(&b0), Some(&b1), Some(&third), Some(&split), Some(&c0), Some(&c1)) = (
                 rec.first(),
                 rec.get(1),
                 rec.get(2),
                 rec.get(3),
-                u32_at(rec, 4),
-                u32_at(rec, 8),
+                rec.get(4),
+                rec.get(5),
             ) else {
+                return Err(bad());
+            };
+            let (Some(bytes), Some(stream)) = (u32_at(rec, 6), u32_at(rec, 10)) else {
                 return Err(bad());
             };
             let prefix = usize::from(b0) << 8 | usize::from(b1);
             let count = u32::from(u16::from_le_bytes([c0, c1]));
-            if last_prefix.is_some_and(|p| p >= prefix) || count == 0 {
+            let split = split == 1;
+            if last.is_some_and(|l| l >= (prefix, third)) || count == 0 {
                 return Err(bad());
             }
-            last_prefix = Some(prefix);
-            *dense.get_mut(prefix).ok_or_else(bad)? = groups.len() as u32;
-            groups.push(Group {
+            let same_prefix = last.is_some_and(|(p, _)| p == prefix);
+            last = Some((prefix, third));
+            if bytes >= 1 << OFFSET_BITS {
+                return Err("tables exceed the index layout".into());
+            }
+            let group = Group {
                 prefix: prefix as u16,
                 pos: pos as u32,
                 index: index as u32,
                 count,
                 bytes,
-                offset: offset as u32,
-                base: base as u32,
-            });
+            };
+            let entry = prefixes.get_mut(prefix).ok_or_else(bad)?;
+            if split {
+                if !same_prefix {
+                    if splits.len() >= GROUP_INDEX_MAX {
+                        return Err("tables exceed the index layout".into());
+                    }
+                    *entry = (*entry & PAIR_NONE) | ((SPLIT | splits.len() as u32) << PAIR_BITS);
+                    splits.push([u16::MAX; 256]);
+                }
+                let block = splits
+                    .last_mut()
+                    .and_then(|m| m.get_mut(usize::from(third)))
+                    .ok_or_else(bad)?;
+                *block = u16::try_from(blocks.len()).map_err(|_| bad())?;
+                blocks.push(group);
+            } else {
+                if same_prefix || groups.len() >= GROUP_INDEX_MAX {
+                    return Err(bad());
+                }
+                *entry = (*entry & PAIR_NONE) | ((groups.len() as u32) << PAIR_BITS);
+                groups.push(group);
+            }
             pos += stream as usize;
             index += count as usize;
-            offset += (bytes as usize).div_ceil(8) * 8;
-            base += count as usize * 2;
+            total += bytes as usize;
         }
-        if pos != src.tokens.len() || index != src.count || offset >= 1 << OFFSET_BITS {
+        // Blocks are numbered after the whole groups.
+        let whole = u16::try_from(groups.len()).map_err(|_| bad())?;
+        if groups.len() + blocks.len() >= usize::from(u16::MAX) {
+            return Err("tables exceed the index layout".into());
+        }
+        for block in splits.iter_mut().flatten().filter(|b| **b != u16::MAX) {
+            *block += whole;
+        }
+        groups.append(&mut blocks);
+        if pos != src.tokens.len() || index != src.count || total != src.bytes {
             return Err(bad());
         }
         if singles.contains(&NONE) {
@@ -278,78 +372,71 @@ impl Vocab {
         }
         Ok(Vocab {
             src,
-            // One word of padding: a load at a token's last bytes may read the next word.
-            words: (0..offset / 8 + 2).map(|_| AtomicU64::new(0)).collect(),
-            slots: (0..base).map(|_| AtomicU64::new(0)).collect(),
-            dense,
-            built: (0..groups.len()).map(|_| Once::new()).collect(),
+            prefixes,
+            tables: (0..groups.len()).map(|_| OnceLock::new()).collect(),
             groups,
-            pairs,
+            splits,
             singles,
         })
     }
 
-    /// Decodes group `gi`'s tokens into `words` and fills its table. (On tables that do not
-    /// add up, which `build.rs` never writes, it stops early: no panic.)
+    /// Decodes group `gi`'s tokens and builds its table. (On tables that do not add up,
+    /// which `build.rs` never writes, it stops early: no panic.)
     #[inline(never)]
-    fn build(&self, gi: usize) {
-        let Some(&group) = self.groups.get(gi) else {
-            return;
-        };
-        let [b0, b1] = group.prefix.to_be_bytes();
-        // The group's bytes, with a word of room; its first token shares at most the prefix
-        // with the token before it.
-        let mut buf = vec![0u8; group.bytes as usize + 16];
-        let (mut prev_start, mut prev_len, mut start) = (0usize, 2usize, 0usize);
-        let mut pos = group.pos as usize;
+    fn build(&self, gi: usize) -> Table {
+        let group = self.groups.get(gi).copied().unwrap_or_default();
         let cap = group.count as usize * 2;
-        let Some(table) = self
-            .slots
-            .get(group.base as usize..group.base as usize + cap)
-        else {
-            return;
-        };
+        let mut slots = vec![0u64; cap].into_boxed_slice();
+        // NOTE: sized for all its tokens' bytes up front, so it is never reallocated.
+        let mut rest_bytes: Vec<u8> = Vec::with_capacity(group.bytes as usize + 8);
+        // The current token; the next one keeps the bytes it shares with it in place. The
+        // first token of a group shares at most the prefix with the token before it.
+        let mut cur = [0u8; 128 + 8];
+        let [b0, b1] = group.prefix.to_be_bytes();
+        cur[0] = b0;
+        cur[1] = b1;
+        let mut prev_len = 2usize;
+        let mut pos = group.pos as usize;
         for t in 0..group.count as usize {
             let (Some(&shared), Some(&rest)) =
                 (self.src.tokens.get(pos), self.src.tokens.get(pos + 1))
             else {
-                return;
+                break;
             };
             let (shared, rest) = (usize::from(shared), usize::from(rest));
             let len = shared + rest;
-            if shared > prev_len || len > 128 || start + len > group.bytes as usize {
-                return;
+            if shared > prev_len || !(3..=128).contains(&len) {
+                break;
             }
-            if t == 0 {
-                // What it shares is part of the prefix; the rest overwrites the remainder.
-                if let Some(d) = buf.get_mut(0..2) {
-                    d.copy_from_slice(&[b0, b1]);
-                }
-            } else {
-                let mut k = 0;
-                while k < shared {
-                    let w = word_at(&buf, prev_start + k, (shared - k).min(8));
-                    if let Some(d) = buf.get_mut(start + k..start + k + 8) {
-                        d.copy_from_slice(&w.to_le_bytes());
-                    }
-                    k += 8;
-                }
-            }
-            copy_words(&mut buf, start + shared, self.src.tokens, pos + 2, rest);
+            let (Some(to), Some(from)) = (
+                cur.get_mut(shared..len),
+                self.src.tokens.get(pos + 2..pos + 2 + rest),
+            ) else {
+                break;
+            };
+            to.copy_from_slice(from);
             pos += 2 + rest;
+            prev_len = len;
             let rank = packed_field(self.src.ranks, group.index as usize + t, self.src.rank_bits)
-                .unwrap_or(NONE);
-            let h = hash_at(&buf, start, len);
-            let value = ((group.offset as usize + start) as u64)
-                | (((len - 1) as u64) << LEN_SHIFT)
-                | (u64::from(rank) << RANK_SHIFT)
-                | (tag(h) << TAG_SHIFT)
-                | USED;
+                .map_or(NONE as u64, u64::from);
+            let (value, h) = if len <= INLINE_MAX {
+                let key = inline_key(word_at(&cur, 2, len - 2), len);
+                (key | (rank << INLINE_RANK_SHIFT), inline_hash(key))
+            } else {
+                let h = hash_at(&cur, 2, len - 2);
+                let offset = rest_bytes.len() as u64;
+                rest_bytes.extend_from_slice(cur.get(2..len).unwrap_or_default());
+                let value = offset
+                    | (((len - 1) as u64) << LEN_SHIFT)
+                    | (rank << RANK_SHIFT)
+                    | (tag(h) << TAG_SHIFT)
+                    | USED;
+                (value, h)
+            };
             let mut i = home(h, cap);
-            loop {
-                let Some(s) = table.get(i) else { return };
-                if s.load(Relaxed) == 0 {
-                    s.store(value, Relaxed);
+            while let Some(s) = slots.get_mut(i) {
+                if *s == 0 {
+                    *s = value;
                     break;
                 }
                 i += 1;
@@ -357,38 +444,17 @@ impl Vocab {
                     i = 0;
                 }
             }
-            (prev_start, prev_len) = (start, len);
-            start += len;
         }
-        let first = group.offset as usize / 8;
-        for (k, w) in self
-            .words
-            .iter()
-            .skip(first)
-            .take(start.div_ceil(8))
-            .enumerate()
-        {
-            let at = k * 8;
-            w.store(word_at(&buf, at, start.saturating_sub(at).min(8)), Relaxed);
+        rest_bytes.extend_from_slice(&[0; 8]);
+        Table {
+            slots,
+            rest: rest_bytes.into_boxed_slice(),
         }
     }
 
-    /// The `len` (1..=8) bytes of token storage at byte `at`, zero-extended.
-    #[inline(always)]
-    fn stored_word(&self, at: usize, len: usize) -> u64 {
-        let (w, shift) = (at / 8, (at % 8) * 8);
-        let lo = self.words.get(w).map_or(0, |x| x.load(Relaxed));
-        let v = if shift == 0 {
-            lo
-        } else {
-            let hi = self.words.get(w + 1).map_or(0, |x| x.load(Relaxed));
-            (lo >> shift) | (hi << (64 - shift))
-        };
-        if len >= 8 {
-            v
-        } else {
-            v & ((1u64 << (8 * len)) - 1)
-        }
+    /// Whether every string of one to three ASCII digits is one token.
+    pub(crate) fn digit_tokens(&self) -> bool {
+        self.src.digit_tokens
     }
 
     /// The rank of `key`, if it is a token.
@@ -412,56 +478,108 @@ impl Vocab {
                 let (Some(&b0), Some(&b1)) = (bytes.get(from), bytes.get(from + 1)) else {
                     return NONE;
                 };
-                let g = usize::from(b0) << 8 | usize::from(b1);
+                let Some(&entry) = self.prefixes.get(usize::from(b0) << 8 | usize::from(b1)) else {
+                    return NONE;
+                };
                 if len == 2 {
-                    self.pairs.get(g).copied().unwrap_or(NONE)
+                    match entry & PAIR_NONE {
+                        PAIR_NONE => NONE,
+                        rank => rank,
+                    }
                 } else {
-                    self.rank_long(bytes, from, len, g)
+                    let group = entry >> PAIR_BITS;
+                    let gi = if group & SPLIT == 0 {
+                        group as usize
+                    } else {
+                        // A split prefix: its block by third byte (a key here has one).
+                        let third = usize::from(bytes.get(from + 2).copied().unwrap_or(0));
+                        self.splits
+                            .get((group & !SPLIT) as usize)
+                            .and_then(|blocks| blocks.get(third))
+                            .map_or(usize::MAX, |&b| usize::from(b))
+                    };
+                    self.rank_long(bytes, from, len, gi)
                 }
             }
         }
     }
 
-    #[inline]
-    fn rank_long(&self, bytes: &[u8], from: usize, len: usize, g: usize) -> u32 {
-        let gi = self.dense.get(g).copied().unwrap_or(NONE) as usize;
-        let (Some(group), Some(built)) = (self.groups.get(gi), self.built.get(gi)) else {
+    /// The rank of `bytes[from..from + len]` (3 bytes or more) in group `gi`, or NONE.
+    // NOTE: kept small and inlined: the inline-key probe is most lookups; the rest
+    // (building a table, comparing a stored token) is out of line, so this needs no stack
+    // frame of its own.
+    #[inline(always)]
+    fn rank_long(&self, bytes: &[u8], from: usize, len: usize, gi: usize) -> u32 {
+        let Some(cell) = self.tables.get(gi) else {
             return NONE;
         };
+        let table = match cell.get() {
+            Some(table) => table,
+            None => self.table_first_use(gi, cell),
+        };
+        if len > INLINE_MAX {
+            return Self::rank_stored(table, bytes, from, len);
+        }
+        let key = inline_key(word_at(bytes, from + 2, len - 2), len);
+        let cap = table.slots.len();
+        let mut i = home(inline_hash(key), cap);
+        loop {
+            let Some(&s) = table.slots.get(i) else {
+                return NONE;
+            };
+            if s & INLINE_CHECK == key {
+                return ((s >> INLINE_RANK_SHIFT) & RANK_MASK) as u32;
+            }
+            if s == 0 {
+                return NONE;
+            }
+            i += 1;
+            if i == cap {
+                i = 0;
+            }
+        }
+    }
+
+    /// Group `gi`'s table, built now (the first lookup in the group).
+    #[cold]
+    #[inline(never)]
+    fn table_first_use<'a>(&self, gi: usize, cell: &'a OnceLock<Table>) -> &'a Table {
+        cell.get_or_init(|| self.build(gi))
+    }
+
+    /// The rank of `bytes[from..from + len]`, a key of eight bytes or more, in `table`, or
+    /// NONE.
+    #[inline(never)]
+    fn rank_stored(table: &Table, bytes: &[u8], from: usize, len: usize) -> u32 {
         if len > 128 || from + len > bytes.len() {
             return NONE;
         }
-        built.call_once(|| self.build(gi));
-        let (first, cap) = (group.base as usize, group.count as usize * 2);
-        let Some(table) = self.slots.get(first..first + cap) else {
-            return NONE;
-        };
-        let h = hash_at(bytes, from, len);
+        let cap = table.slots.len();
+        let h = hash_at(bytes, from + 2, len - 2);
         let want = (tag(h) << TAG_SHIFT) | ((len as u64 - 1) << LEN_SHIFT) | USED;
-        let check = (((1u64 << TAG_BITS) - 1) << TAG_SHIFT) | (0x7f << LEN_SHIFT) | USED;
+        let check = (((1u64 << TAG_BITS) - 1) << TAG_SHIFT) | (0x7f << LEN_SHIFT) | INLINE | USED;
         let mut i = home(h, cap);
         loop {
-            let Some(s) = table.get(i) else {
+            let Some(&s) = table.slots.get(i) else {
                 return NONE;
             };
-            let s = s.load(Relaxed);
             if s == 0 {
                 return NONE;
             }
             if s & check == want {
                 let start = (s & ((1 << OFFSET_BITS) - 1)) as usize;
                 let mut same = true;
-                let mut k = 0;
+                let mut k = 2;
                 while k < len {
                     let w = (len - k).min(8);
-                    if self.stored_word(start + k, w) != word_at(bytes, from + k, w) {
+                    if word_at(&table.rest, start + k - 2, w) != word_at(bytes, from + k, w) {
                         same = false;
                         break;
                     }
                     k += 8;
                 }
                 if same {
-                    return ((s >> RANK_SHIFT) & ((1 << RANK_BITS) - 1)) as u32;
+                    return ((s >> RANK_SHIFT) & RANK_MASK) as u32;
                 }
             }
             i += 1;
@@ -1057,30 +1175,53 @@ mod tests {
     fn probe_sequences_are_short() {
         for encoding in crate::count::Encoding::ALL {
             let vocab = loaded(encoding);
-            let (mut used, mut longest) = (0usize, 0usize);
+            let (mut used, mut slots, mut longest) = (0usize, 0usize, 0usize);
             for (gi, group) in vocab.groups.iter().enumerate() {
-                vocab.built[gi].call_once(|| vocab.build(gi));
-                let first = group.base as usize;
-                let table: Vec<u64> = vocab.slots[first..first + group.count as usize * 2]
-                    .iter()
-                    .map(|s| s.load(Relaxed))
-                    .collect();
+                let table = vocab.tables[gi].get_or_init(|| vocab.build(gi));
                 let mut run = 0usize;
                 // Twice round, so a run that wraps is counted whole.
-                for &s in table.iter().chain(table.iter()) {
+                for &s in table.slots.iter().chain(table.slots.iter()) {
                     if s == 0 {
                         run = 0;
                     } else {
                         run += 1;
-                        longest = longest.max(run.min(table.len()));
+                        longest = longest.max(run.min(table.slots.len()));
                     }
                 }
-                let n = table.iter().filter(|&&s| s != 0).count();
+                let n = table.slots.iter().filter(|&&s| s != 0).count();
                 assert_eq!(n, group.count as usize, "{encoding}: group {gi}");
                 used += n;
+                slots += table.slots.len();
             }
-            assert!(used * 2 <= vocab.slots.len(), "{encoding}: load factor");
+            assert!(used * 2 <= slots, "{encoding}: load factor");
             assert!(longest < 64, "{encoding}: a cluster of {longest} slots");
+        }
+    }
+
+    /// Every token resolves to its rank, through the inline and the stored slots alike.
+    // NOTE: tiktoken-rs, the reference, is a dev-dependency of the host only.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[test]
+    fn every_token_resolves() {
+        for encoding in crate::count::Encoding::ALL {
+            let vocab = loaded(encoding);
+            // The ordinary ranks (the special tokens above them are not in the tables).
+            let (reference, ranks) = match encoding {
+                crate::count::Encoding::O200kBase => (tiktoken_rs::o200k_base().unwrap(), 199_998),
+                crate::count::Encoding::Cl100kBase => {
+                    (tiktoken_rs::cl100k_base().unwrap(), 100_256)
+                }
+            };
+            for rank in 0..ranks {
+                let Ok(bytes) = reference.decode_bytes(&[rank]) else {
+                    continue;
+                };
+                assert_eq!(vocab.rank(&bytes), Some(rank), "{encoding}: {bytes:?}");
+                // One byte more or less is some other token or none, never this one.
+                let mut longer = bytes.clone();
+                longer.push(0xff);
+                assert_ne!(vocab.rank(&longer), Some(rank));
+            }
         }
     }
 
