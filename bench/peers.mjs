@@ -8,12 +8,24 @@ export const EXACT = ["context-keeper", "tiktoken", "js-tiktoken", "gpt-tokenize
 /** Table-free estimators of o200k_base counts. */
 export const ESTIMATORS = ["context-keeper~estimate", "tokenx"];
 export const REFERENCE = "tiktoken";
+/**
+ * The package's subpath entries, timed only for the first call after import (their engine is the
+ * main entry's), each with the encodings it has.
+ */
+export const ENTRY_PEERS = {
+  "context-keeper/o200k": ["o200k_base"],
+  "context-keeper/cl100k": ["cl100k_base"],
+  "context-keeper/lite~estimate": ["o200k_base"],
+};
 export const ENCODINGS = ["o200k_base", "cl100k_base"];
 
 /** npm package name of each peer (for versions and sizes). */
 export const PACKAGE = {
   "context-keeper": "context-keeper",
   "context-keeper~estimate": "context-keeper",
+  "context-keeper/o200k": "context-keeper",
+  "context-keeper/cl100k": "context-keeper",
+  "context-keeper/lite~estimate": "context-keeper",
   tiktoken: "tiktoken",
   "js-tiktoken": "js-tiktoken",
   "gpt-tokenizer": "gpt-tokenizer",
@@ -30,6 +42,25 @@ const loaders = {
 
   async "context-keeper~estimate"() {
     const ck = await import("context-keeper");
+    return { count: (text) => ck.estimateTokens(text), module: ck };
+  },
+
+  /** The one-encoding entries: the same API with one encoding's tables, so a smaller .wasm. */
+  async "context-keeper/o200k"(encoding) {
+    const ck = await import("context-keeper/o200k");
+    const options = { encoding };
+    return { count: (text) => ck.countTokens(text, options), module: ck };
+  },
+
+  async "context-keeper/cl100k"(encoding) {
+    const ck = await import("context-keeper/cl100k");
+    const options = { encoding };
+    return { count: (text) => ck.countTokens(text, options), module: ck };
+  },
+
+  /** The estimator alone, with no tables. */
+  async "context-keeper/lite~estimate"() {
+    const ck = await import("context-keeper/lite");
     return { count: (text) => ck.estimateTokens(text), module: ck };
   },
 

@@ -15,7 +15,7 @@ import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 
 import { ALL_CLASSES, CONVERSATION, PATHOLOGICAL_CLASSES, classFile, loadClass } from "./corpus.mjs";
-import { ENCODINGS, ESTIMATORS, EXACT, PACKAGE, REFERENCE, isEstimator } from "./peers.mjs";
+import { ENCODINGS, ENTRY_PEERS, ESTIMATORS, EXACT, PACKAGE, REFERENCE, isEstimator } from "./peers.mjs";
 import { report } from "./report.mjs";
 import { packageSizes } from "./sizes.mjs";
 import { estimatorError, median, mismatches, throughputOf } from "./stats.mjs";
@@ -106,28 +106,36 @@ function runChild(task, timeoutMs) {
   });
 }
 
-/** First call after import, `config.firstCallRuns` fresh processes per (peer, encoding). */
+/**
+ * First call after import, `config.firstCallRuns` fresh processes per (peer, encoding); with
+ * context-keeper, its subpath entries too (each with only its own encoding).
+ */
 async function measureFirstCalls() {
   const out = [];
-  for (const peer of [...exactPeers, ...estimators]) {
-    const encodings = isEstimator(peer) ? ["o200k_base"] : config.encodings;
+  const entries = peers.includes("context-keeper") ? Object.keys(ENTRY_PEERS) : [];
+  for (const peer of [...exactPeers, ...estimators, ...entries]) {
+    const own = ENTRY_PEERS[peer]; // a subpath entry's encodings: it cannot load the other
+    const encodings = own ? own.filter((e) => isEstimator(peer) || config.encodings.includes(e))
+      : isEstimator(peer) ? ["o200k_base"] : config.encodings;
     for (const encoding of encodings) {
-      const otherEncoding = isEstimator(peer) ? null : ENCODINGS.find((e) => e !== encoding);
+      const otherEncoding = isEstimator(peer) || own ? null : ENCODINGS.find((e) => e !== encoding);
       const runs = [];
       for (let i = 0; i < config.firstCallRuns; i++) {
         runs.push(await runChild({ mode: "first", peer, encoding, otherEncoding }, 60_000));
       }
       const ok = runs.filter((r) => r.result);
-      const entry = {
+      const result = {
         peer, encoding,
         firstMs: median(ok.map((r) => r.result.firstMs)),
+        importMs: median(ok.map((r) => r.result.importMs)),
+        countMs: median(ok.map((r) => r.result.countMs)),
         runsMs: ok.map((r) => r.result.firstMs),
         afterFirst: ok.at(-1)?.result.afterFirst ?? null,
         afterBoth: ok.at(-1)?.result.afterBoth ?? null,
         error: runs.find((r) => r.error)?.error ?? null,
       };
-      log(`${clock()} first call  ${peer.padEnd(24)} ${encoding}  ${entry.firstMs?.toFixed(1)} ms${entry.error ? `  ERROR ${entry.error}` : ""}`);
-      out.push(entry);
+      log(`${clock()} first call  ${peer.padEnd(28)} ${encoding}  ${result.firstMs?.toFixed(1)} ms (import ${result.importMs?.toFixed(1)} + count ${result.countMs?.toFixed(1)})${result.error ? `  ERROR ${result.error}` : ""}`);
+      out.push(result);
     }
   }
   return out;

@@ -15,7 +15,10 @@ const cacheFile = join(cacheDir, "sizes.json");
 
 /** The files that make up each peer's counter, relative to its package directory. */
 const KEY_FILES = {
-  "context-keeper": ["node/context_keeper_bg.wasm", "node/context_keeper.js"],
+  // (each entry's .wasm ships once, in web/, and its Node build reads it from there)
+  "context-keeper": ["web/context_keeper_bg.wasm", "node/context_keeper.js",
+    // The subpath entries: context-keeper/o200k, /cl100k (one encoding each), /lite (no tables).
+    "o200k/web/context_keeper_bg.wasm", "cl100k/web/context_keeper_bg.wasm", "lite/web/context_keeper_bg.wasm"],
   tiktoken: ["tiktoken_bg.wasm", "tiktoken_bg.cjs"],
   "js-tiktoken": ["dist/ranks/o200k_base.js", "dist/ranks/cl100k_base.js"],
   "gpt-tokenizer": ["esm/bpeRanks/o200k_base.js", "esm/bpeRanks/cl100k_base.js"],

@@ -1,6 +1,6 @@
 // The Cloudflare Workers (workerd) entry. Workers cannot compile wasm from bytes at run time,
 // so the .wasm is imported as a module (wrangler bundles it as CompiledWasm) and instantiated
-// synchronously.
+// synchronously. scripts/build.mjs copies this file into each subpath entry's directory.
 import wasm from "./web/context_keeper_bg.wasm";
 import { initSync } from "./web/context_keeper.js";
 

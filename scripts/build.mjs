@@ -1,10 +1,15 @@
 #!/usr/bin/env node
-// Builds the npm package into pkg/: one `wasm-pack build` per entry of wasm-pack.toml, an
-// optional wasm-opt pass with npm's binaryen, then pkg-template/ with the version of Cargo.toml.
+// Builds the npm package into pkg/ from the matrix in wasm-pack.toml: for each entry (a feature
+// set), one `cargo build` for wasm32, one `wasm-bindgen` per target, one wasm-opt pass with npm's
+// binaryen (in the background, while cargo builds the next entry); then pkg-template/ with the
+// version of Cargo.toml, and each entry's modules.
 //
 //   node scripts/build.mjs          release build into pkg/
 //   node scripts/build.mjs --dev    debug build (faster to compile, large and slow .wasm)
-import { execFileSync } from "node:child_process";
+//
+// NOTE: wasm-pack would run cargo once per target; this script runs it once per feature set
+// and calls wasm-bindgen itself (the version Cargo.toml pins, as scripts/setup installs it).
+import { execFileSync, spawn } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync, readdirSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -16,60 +21,155 @@ const dev = process.argv.includes("--dev");
 const crateName = "context_keeper";
 const staging = join(root, ".build");
 const out = join(root, "pkg");
+const started = performance.now();
 
 const matrix = parseToml(readFileSync(join(root, "wasm-pack.toml"), "utf8"));
-const cargo = parseToml(readFileSync(join(root, "Cargo.toml"), "utf8"));
+const cargoToml = readFileSync(join(root, "Cargo.toml"), "utf8");
+const cargo = parseToml(cargoToml);
+
+/** The modules of pkg-template/ that every entry gets a copy of, next to its targets' dirs. */
+const ENTRY_MODULES = ["browser.js", "workerd.js", "index.d.ts"];
 
 function run(cmd, args, options = {}) {
   console.log(`$ ${cmd} ${args.join(" ")}`);
-  execFileSync(cmd, args, { stdio: "inherit", cwd: root, ...options });
+  return execFileSync(cmd, args, { stdio: "inherit", cwd: root, ...options });
 }
 
-const builds = matrix.build ?? [];
-if (builds.length === 0) throw new Error("wasm-pack.toml lists no [[build]]");
-
-rmSync(staging, { recursive: true, force: true });
-for (const { dir, target, features = [] } of builds) {
-  const args = ["build", dev ? "--dev" : "--release", "--target", target, "--no-pack",
-    "--out-dir", join(staging, dir), "--out-name", crateName];
-  if (features.length > 0) args.push("--", "--features", features.join(","));
-  run("wasm-pack", args);
+/** Runs `cmd` without blocking this script; resolves when it exits 0. */
+function runInBackground(cmd, args) {
+  console.log(`$ ${cmd} ${args.join(" ")} &`);
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { stdio: "inherit", cwd: root });
+    child.on("error", reject);
+    child.on("exit", (code, signal) =>
+      code === 0 ? resolve() : reject(new Error(`${cmd} exited with ${signal ?? code}`)));
+  });
 }
+
+const entries = matrix.entry ?? [];
+const targets = Object.entries(matrix.targets ?? {});
+if (entries.length === 0) throw new Error("wasm-pack.toml lists no [[entry]]");
+if (targets.length === 0) throw new Error("wasm-pack.toml lists no [targets]");
+
+// wasm-bindgen's CLI must be the exact version of the crate (the `=` pin in Cargo.toml).
+const pinned = cargoToml.match(/^wasm-bindgen = \{ version = "=([^"]+)"/m)?.[1];
+const cli = execFileSync("wasm-bindgen", ["--version"], { encoding: "utf8" }).trim().split(" ")[1];
+if (pinned && cli !== pinned) {
+  throw new Error(`wasm-bindgen ${cli} is installed but Cargo.toml pins ${pinned}; run scripts/setup`);
+}
+
+const targetDir = JSON.parse(execFileSync("cargo", ["metadata", "--format-version", "1", "--no-deps"],
+  { cwd: root, encoding: "utf8", maxBuffer: 64 << 20 })).target_directory;
+const cargoWasm = join(targetDir, "wasm32-unknown-unknown", dev ? "debug" : "release", `${crateName}.wasm`);
 
 const wasmOpt = join(root, "node_modules", ".bin", "wasm-opt");
 const optimize = !dev && matrix["wasm-opt"]?.enabled && existsSync(wasmOpt);
-if (optimize) {
-  for (const { dir } of builds) {
-    const wasm = join(staging, dir, `${crateName}_bg.wasm`);
-    run(wasmOpt, [...matrix["wasm-opt"].args, wasm, "-o", wasm]);
+if (!dev && !optimize) console.warn("build: wasm-opt skipped (npm's binaryen is not installed; run scripts/setup)");
+
+/** Where an entry's files are staged, and where they go in pkg/. */
+const stagedDir = (entry) => join(staging, entry.dir || "_default");
+const packageDir = (entry) => join(out, entry.dir);
+
+rmSync(staging, { recursive: true, force: true });
+const optimizing = [];
+for (const entry of entries) {
+  const features = entry.features ?? [];
+  const args = ["build", "--lib", "--target", "wasm32-unknown-unknown", "--no-default-features"];
+  if (!dev) args.push("--release");
+  if (features.length > 0) args.push("--features", features.join(","));
+  run("cargo", args);
+  const dir = stagedDir(entry);
+  mkdirSync(dir, { recursive: true });
+  // NOTE: copied aside, since cargo writes every feature set's .wasm to the same path.
+  const input = join(dir, `${crateName}.wasm`);
+  cpSync(cargoWasm, input);
+  const outputs = [];
+  for (const [targetDirName, target] of targets) {
+    const bindgen = [input, "--out-dir", join(dir, targetDirName), "--out-name", crateName, "--target", target];
+    if (dev) bindgen.push("--debug");
+    run("wasm-bindgen", bindgen);
+    outputs.push(join(dir, targetDirName, `${crateName}_bg.wasm`));
   }
-} else if (!dev) {
-  console.warn("build: wasm-opt skipped (npm's binaryen is not installed; run scripts/setup)");
+  rmSync(input);
+  if (!optimize) continue;
+  // wasm-bindgen writes the same .wasm for every target; optimise it once and copy the result.
+  const [first, ...rest] = outputs;
+  const same = rest.filter((path) => readFileSync(path).equals(readFileSync(first)));
+  const separate = rest.filter((path) => !same.includes(path));
+  for (const path of [first, ...separate]) {
+    const done = runInBackground(wasmOpt, [...matrix["wasm-opt"].args, path, "-o", path]);
+    optimizing.push(path === first ? done.then(() => same.forEach((copy) => cpSync(first, copy))) : done);
+  }
 }
+await Promise.all(optimizing);
+
+// NOTE: wasm-bindgen writes the same .wasm for every target. The package ships it once, in the
+// web target's directory (where browsers, bundlers and workerd look for it), and the nodejs
+// target's glue reads it from there.
+const shared = targets.find(([, target]) => target === "web")?.[0];
 
 rmSync(out, { recursive: true, force: true });
 cpSync(join(root, "pkg-template"), out, { recursive: true });
-for (const { dir, target } of builds) {
-  const from = join(staging, dir);
-  mkdirSync(join(out, dir), { recursive: true });
-  for (const file of readdirSync(from)) {
-    if (file.endsWith(".js") || file.endsWith(".d.ts") || file.endsWith(".wasm")) {
-      cpSync(join(from, file), join(out, dir, file));
-    }
+for (const entry of entries) {
+  const from = stagedDir(entry);
+  const to = packageDir(entry);
+  mkdirSync(to, { recursive: true });
+  if (entry.dir) {
+    for (const file of ENTRY_MODULES) cpSync(join(root, "pkg-template", file), join(to, file));
   }
-  // NOTE: the package is "type": "module"; the nodejs target's output is CommonJS.
-  if (target === "nodejs") writeFileSync(join(out, dir, "package.json"), '{ "type": "commonjs" }\n');
+  for (const [targetDirName, target] of targets) {
+    mkdirSync(join(to, targetDirName), { recursive: true });
+    const readsShared = target === "nodejs" && shared;
+    for (const file of readdirSync(join(from, targetDirName))) {
+      if (file.endsWith(".js") || file.endsWith(".d.ts") || (file.endsWith(".wasm") && !readsShared)) {
+        cpSync(join(from, targetDirName, file), join(to, targetDirName, file));
+      }
+    }
+    if (target !== "nodejs") continue;
+    // NOTE: the package is "type": "module"; the nodejs target's output is CommonJS.
+    writeFileSync(join(to, targetDirName, "package.json"), '{ "type": "commonjs" }\n');
+    if (readsShared) {
+      const glue = join(to, targetDirName, `${crateName}.js`);
+      const line = `const wasmPath = \`\${__dirname}/${crateName}_bg.wasm\`;`;
+      const text = readFileSync(glue, "utf8");
+      if (!text.includes(line)) throw new Error(`${glue}: no \`${line}\` to point at ../${shared}/`);
+      writeFileSync(glue, text.replace(line, line.replace("${__dirname}/", `\${__dirname}/../${shared}/`)));
+    }
+    writeFileSync(join(to, "node.js"), nodeModule(join(to, targetDirName, `${crateName}.js`), targetDirName));
+  }
+}
+
+/**
+ * Node's `import` entry: an ES module that `require`s the CommonJS build and re-exports its
+ * names. One instance serves `import` and `require` alike, and Node skips the ESM-to-CommonJS
+ * translation of an `import` of the CommonJS file itself (its source scan, its wrapper), which
+ * measured about 3 ms of the import.
+ */
+function nodeModule(cjsPath, targetDirName) {
+  const names = [...readFileSync(cjsPath, "utf8").matchAll(/^exports\.(\w+) = /gm)].map((m) => m[1]);
+  if (names.length === 0) throw new Error(`${cjsPath}: no exports found`);
+  return [
+    "// Node's `import` entry (generated by scripts/build.mjs): the CommonJS build through",
+    "// `require`, so `import` and `require` share one instance and Node does not translate it.",
+    'import { createRequire } from "node:module";',
+    "",
+    `const api = createRequire(import.meta.url)("./${targetDirName}/${crateName}.js");`,
+    `export const {\n  ${names.join(",\n  ")},\n} = api;`,
+    "",
+  ].join("\n");
 }
 
 const manifest = JSON.parse(readFileSync(join(out, "package.json"), "utf8"));
 manifest.version = cargo.package.version;
 writeFileSync(join(out, "package.json"), JSON.stringify(manifest, null, 2) + "\n");
 
-for (const { dir } of builds) {
-  const wasm = readFileSync(join(out, dir, `${crateName}_bg.wasm`));
+const kb = (n) => `${(n / 1024).toFixed(0)} KiB`;
+for (const entry of entries) {
+  const path = join(packageDir(entry), shared ?? targets[0][0], `${crateName}_bg.wasm`);
+  const wasm = readFileSync(path);
   const gzip = gzipSync(wasm, { level: 9 }).length;
   const brotli = brotliCompressSync(wasm, { params: { [zlib.BROTLI_PARAM_QUALITY]: 11 } }).length;
-  const kb = (n) => `${(n / 1024).toFixed(0)} KiB`;
-  console.log(`${relative(root, join(out, dir))}/${crateName}_bg.wasm: ${kb(wasm.length)} raw, ${kb(gzip)} gzip, ${kb(brotli)} brotli`);
+  console.log(`${relative(root, path)}: ${kb(wasm.length)} raw, ${kb(gzip)} gzip, ${kb(brotli)} brotli`);
 }
-console.log(`build: wrote ${relative(process.cwd(), out) || "."}/ (context-keeper ${manifest.version}${dev ? ", dev" : ""})`);
+const seconds = ((performance.now() - started) / 1000).toFixed(0);
+console.log(`build: wrote ${relative(process.cwd(), out) || "."}/ (context-keeper ${manifest.version}${dev ? ", dev" : ""}) in ${seconds} s`);

@@ -31,6 +31,23 @@ impl Encoding {
             Encoding::Cl100kBase => "cl100k_base",
         }
     }
+
+    /// The Cargo feature that builds this encoding's tables in; also the name of the npm
+    /// package's entry that has only this encoding (`context-keeper/o200k`).
+    pub const fn feature(self) -> &'static str {
+        match self {
+            Encoding::O200kBase => "o200k",
+            Encoding::Cl100kBase => "cl100k",
+        }
+    }
+
+    /// Whether this build has the encoding's tables (its Cargo feature was on).
+    pub const fn is_built(self) -> bool {
+        match self {
+            Encoding::O200kBase => cfg!(feature = "o200k"),
+            Encoding::Cl100kBase => cfg!(feature = "cl100k"),
+        }
+    }
 }
 
 impl fmt::Display for Encoding {
@@ -67,9 +84,22 @@ impl FromStr for Encoding {
 /// Counting failed for a reason other than the input.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum CountError {
-    /// The encoding's tables could not be built: the build left the encoding out (Cargo
-    /// features `o200k`, `cl100k`) or its tables are corrupt. A defect of the build, not of the
-    /// input; it is reported instead of panicking because a panic poisons a wasm instance.
+    /// This build left the encoding's tables out, to be smaller: the npm entries
+    /// `context-keeper/o200k` and `context-keeper/cl100k` have one encoding each (Cargo
+    /// features `o200k`, `cl100k`).
+    #[error(
+        "{encoding} is not in this build of context-keeper; count it with an entry that has it: \
+         \"context-keeper\" (every encoding) or \"context-keeper/{feature}\" (Cargo feature \
+         \"{feature}\")",
+        feature = encoding.feature()
+    )]
+    NotBuilt {
+        /// The encoding asked for.
+        encoding: Encoding,
+    },
+    /// The encoding's tables could not be built: they are corrupt. A defect of the build, not
+    /// of the input; it is reported instead of panicking because a panic poisons a wasm
+    /// instance.
     #[error("the {encoding} tables failed to load: {reason}")]
     TablesUnavailable {
         /// The encoding whose tables failed.
@@ -82,11 +112,19 @@ pub enum CountError {
 /// The exact number of tokens `text` encodes to. Special-token text such as `<|endoftext|>` is
 /// counted as ordinary text, as a provider does with message content.
 ///
+/// # Errors
+/// [`CountError::NotBuilt`] if this build left the encoding out (even for empty `text`, so a
+/// missing encoding shows on the first call), [`CountError::TablesUnavailable`] if its tables
+/// are corrupt.
+///
 /// ```
 /// use context_keeper::{count_tokens, Encoding};
 /// assert_eq!(count_tokens("", Encoding::Cl100kBase).unwrap(), 0);
 /// assert_eq!(count_tokens("<|endoftext|>", Encoding::Cl100kBase).unwrap(), 7);
 /// ```
 pub fn count_tokens(text: &str, encoding: Encoding) -> Result<usize, CountError> {
+    if !encoding.is_built() {
+        return Err(CountError::NotBuilt { encoding });
+    }
     crate::bpe::count(text, encoding)
 }

@@ -24,7 +24,10 @@ test("the manifest: name, Cargo's version, conditions in the order resolvers nee
   assert.equal(manifest.name, "context-keeper");
   assert.equal(manifest.version, cargo.match(/^version = "(.+)"/m)[1]);
   // `types` must come first and `default` last, or TypeScript and bundlers pick the wrong one.
-  assert.deepEqual(Object.keys(manifest.exports["."]), ["types", "workerd", "browser", "node", "default"]);
+  for (const entry of [".", "./o200k", "./cl100k", "./lite"]) {
+    assert.deepEqual(Object.keys(manifest.exports[entry]), ["types", "workerd", "browser", "node", "default"], entry);
+    assert.deepEqual(Object.keys(manifest.exports[entry].node), ["import", "default"], entry);
+  }
 });
 
 test("the tarball holds every export target and nothing else of note", () => {
@@ -35,9 +38,14 @@ test("the tarball holds every export target and nothing else of note", () => {
     assert.ok(files.has(path), `${path} is exported but not packed`);
     assert.ok(existsSync(join(pkg, path)), `${path} is exported but not built`);
   }
-  for (const path of ["node/context_keeper_bg.wasm", "web/context_keeper_bg.wasm", "README.md", "index.d.ts"]) {
-    assert.ok(files.has(path), `${path} missing from the tarball`);
+  for (const dir of ["", "o200k/", "cl100k/", "lite/"]) {
+    for (const file of ["node/context_keeper.js", "web/context_keeper_bg.wasm", "index.d.ts", "node.js", "browser.js", "workerd.js"]) {
+      assert.ok(files.has(dir + file), `${dir + file} missing from the tarball`);
+    }
+    // The nodejs build reads the web build's .wasm (the same bytes): each .wasm ships once.
+    assert.ok(!files.has(`${dir}node/context_keeper_bg.wasm`), `${dir}node/context_keeper_bg.wasm ships twice`);
   }
+  assert.ok(files.has("README.md"), "README.md missing from the tarball");
   for (const path of files) assert.doesNotMatch(path, /\.gitignore$|^src\/|\.rs$/, `${path} should not ship`);
 });
 
@@ -51,6 +59,20 @@ test("the packed tarball installs into a fresh project and works from ESM and Co
     writeFileSync(join(dir, "cjs.cjs"), 'const { countTokens } = require("context-keeper");\nconsole.log(countTokens("hello world", { encoding: "cl100k_base" }));\n');
     assert.equal(execFileSync(process.execPath, ["esm.mjs"], { cwd: dir, encoding: "utf8" }).trim(), "2");
     assert.equal(execFileSync(process.execPath, ["cjs.cjs"], { cwd: dir, encoding: "utf8" }).trim(), "2");
+    // Each subpath entry, from ESM and CommonJS: what it exports and a call to it.
+    const call = {
+      o200k: 'typeof countTokens + " " + countTokens("hello world", { model: "gpt-4o" })',
+      cl100k: 'typeof countTokens + " " + countTokens("hello world", { model: "gpt-4" })',
+      lite: 'typeof countTokens + " " + estimateTokens("")',
+    };
+    const expected = { o200k: "function 2", cl100k: "function 2", lite: "undefined 0" };
+    for (const [entry, expression] of Object.entries(call)) {
+      writeFileSync(join(dir, `${entry}.mjs`), `import * as ck from "context-keeper/${entry}";\nconst { countTokens, estimateTokens } = ck;\nconsole.log(${expression});\n`);
+      writeFileSync(join(dir, `${entry}.cjs`), `const { countTokens, estimateTokens } = require("context-keeper/${entry}");\nconsole.log(${expression});\n`);
+      for (const file of [`${entry}.mjs`, `${entry}.cjs`]) {
+        assert.equal(execFileSync(process.execPath, [file], { cwd: dir, encoding: "utf8" }).trim(), expected[entry], file);
+      }
+    }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

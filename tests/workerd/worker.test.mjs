@@ -63,6 +63,9 @@ async function ask(text, query = "") {
   return { status: res.status, body: await res.json() };
 }
 
+const notBuilt = (encoding, entry) =>
+  `${encoding} is not in this build of context-keeper; count it with an entry that has it: "context-keeper" (every encoding) or "context-keeper/${entry}" (Cargo feature "${entry}")`;
+
 test("exact counts inside workerd equal npm tiktoken", async () => {
   for (const [name, text] of [...Object.entries(texts), ["sample", sampleTexts.join("\n")]]) {
     const { status, body } = await ask(text);
@@ -80,4 +83,27 @@ test("errors inside workerd are Error objects that name the input", async () => 
   assert.deepEqual(body.error.name, "RangeError");
   assert.equal(body.error.isError, true);
   assert.match(body.error.message, /unknown encoding "r50k_base"; known encodings: o200k_base, cl100k_base/);
+});
+
+test("the subpath entries inside workerd: one encoding each, or the estimator alone", async () => {
+  const { body: main } = await ask("");
+  const api = Object.keys(await import("context-keeper")).sort();
+  for (const [name, text] of [...Object.entries(texts), ["sample", sampleTexts.join("\n")]]) {
+    const { body: o200k } = await ask(text, "o200k");
+    assert.deepEqual(o200k.exports, api);
+    assert.equal(o200k.o200k_base, referenceCount(text, "o200k_base"), `o200k ${name}`);
+    assert.deepEqual(o200k.cl100k_base.error, { name: "Error", message: notBuilt("cl100k_base", "cl100k"), isError: true });
+
+    const { body: cl100k } = await ask(text, "cl100k");
+    assert.deepEqual(cl100k.exports, api);
+    assert.equal(cl100k.cl100k_base, referenceCount(text, "cl100k_base"), `cl100k ${name}`);
+    assert.deepEqual(cl100k.o200k_base.error, { name: "Error", message: notBuilt("o200k_base", "o200k"), isError: true });
+
+    const { body: lite } = await ask(text, "lite");
+    const { body: full } = await ask(text);
+    assert.deepEqual(lite.exports, ["estimateTokens"]);
+    assert.equal(lite.o200k_base.error.name, "TypeError"); // countTokens is not a function
+    assert.equal(lite.estimate, full.estimate, `estimate ${name}`);
+  }
+  assert.equal(main.estimate, 0);
 });

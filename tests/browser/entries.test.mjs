@@ -1,0 +1,40 @@
+// The subpath entries' browser modules in headless Chromium: each initialises its own .wasm with
+// top-level await and counts (or, for lite, estimates), as the main entry does.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { serve } from "../../scripts/serve.mjs";
+import { launch } from "./chromium.mjs";
+
+let server, browser, page;
+const pageErrors = [];
+
+before(async () => {
+  server = await serve();
+  browser = await launch();
+  page = await browser.context.newPage();
+  page.on("pageerror", (err) => pageErrors.push(err));
+  await page.goto(server.url);
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+test("context-keeper/o200k, /cl100k and /lite load in a page and count", async () => {
+  const result = await page.evaluate(async () => {
+    const attempt = (fn) => { try { return fn(); } catch (err) { return `${err.name}: ${err.message.split(";")[0]}`; } };
+    const [o200k, cl100k, lite] = await Promise.all(["o200k", "cl100k", "lite"].map((dir) => import(`/pkg/${dir}/browser.js`)));
+    return {
+      o200k: [o200k.countTokens("hello world"), attempt(() => o200k.countTokens("hi", { model: "gpt-4" }))],
+      cl100k: [cl100k.countTokens("hello world", { model: "gpt-4" }), attempt(() => cl100k.countTokens("hi"))],
+      lite: [typeof lite.countTokens, lite.estimateTokens("")],
+    };
+  });
+  assert.deepEqual(result, {
+    o200k: [2, "Error: cl100k_base is not in this build of context-keeper"],
+    cl100k: [2, "Error: o200k_base is not in this build of context-keeper"],
+    lite: ["undefined", 0],
+  });
+  assert.deepEqual(pageErrors, []);
+});

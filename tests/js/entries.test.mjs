@@ -1,0 +1,92 @@
+// The subpath entries of the built package (pkg/, through node_modules/context-keeper):
+// `context-keeper/o200k` and `context-keeper/cl100k` (one encoding's tables each, the same
+// API) and `context-keeper/lite` (estimateTokens only, no tables), through `import` and
+// `require` alike.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { gzipSync } from "node:zlib";
+import * as main from "context-keeper";
+import * as o200k from "context-keeper/o200k";
+import * as cl100k from "context-keeper/cl100k";
+import * as lite from "context-keeper/lite";
+import { referenceCount, texts, sampleTexts } from "./reference.mjs";
+
+const require = createRequire(import.meta.url);
+const allTexts = [...Object.values(texts), sampleTexts.join("\n")];
+/** The .wasm of an entry ("" for the default), as installed. */
+const wasmOf = (dir) => readFileSync(require.resolve(`context-keeper/package.json`).replace(/package\.json$/, `${dir}web/context_keeper_bg.wasm`));
+
+test("import and require of an entry share one instance and one API", () => {
+  for (const [name, esm] of [["context-keeper", main], ["context-keeper/o200k", o200k], ["context-keeper/cl100k", cl100k], ["context-keeper/lite", lite]]) {
+    const cjs = require(name);
+    assert.deepEqual(Object.keys(esm).sort(), Object.keys(cjs).filter((k) => k !== "__esModule").sort(), name);
+    for (const key of Object.keys(esm)) assert.equal(esm[key], cjs[key], `${name}: ${key}`);
+  }
+});
+
+test("the one-encoding entries have the main entry's API", () => {
+  assert.deepEqual(Object.keys(o200k).sort(), Object.keys(main).sort());
+  assert.deepEqual(Object.keys(cl100k).sort(), Object.keys(main).sort());
+});
+
+test("context-keeper/o200k counts o200k_base exactly, as the main entry does", () => {
+  for (const text of allTexts) {
+    const expected = referenceCount(text, "o200k_base");
+    assert.equal(o200k.countTokens(text), expected);
+    assert.equal(o200k.countTokens(text, { model: "gpt-4o" }), expected);
+    assert.equal(o200k.countTokens(text), main.countTokens(text));
+  }
+  const history = [{ role: "user", content: sampleTexts[0] }];
+  assert.deepEqual(o200k.countMessages(history, { model: "gpt-4o" }), main.countMessages(history, { model: "gpt-4o" }));
+});
+
+test("context-keeper/cl100k counts cl100k_base exactly, as the main entry does", () => {
+  for (const text of allTexts) {
+    const expected = referenceCount(text, "cl100k_base");
+    assert.equal(cl100k.countTokens(text, { encoding: "cl100k_base" }), expected);
+    assert.equal(cl100k.countTokens(text, { model: "gpt-4" }), expected);
+    assert.equal(cl100k.countTokens(text, { encoding: "cl100k_base" }), main.countTokens(text, { encoding: "cl100k_base" }));
+  }
+});
+
+/** Asserts that `fn` throws the error of an encoding this entry was built without. */
+function assertNotBuilt(fn, encoding, entry) {
+  assert.throws(fn, (err) => {
+    assert.ok(err instanceof Error, "an Error object");
+    assert.equal(err.message, `${encoding} is not in this build of context-keeper; count it with an entry that has it: "context-keeper" (every encoding) or "context-keeper/${entry}" (Cargo feature "${entry}")`);
+    return true;
+  });
+}
+
+test("an entry rejects the encoding it was built without, naming the entry that has it", () => {
+  assertNotBuilt(() => o200k.countTokens("hello", { encoding: "cl100k_base" }), "cl100k_base", "cl100k");
+  assertNotBuilt(() => o200k.countTokens("hello", { model: "gpt-4" }), "cl100k_base", "cl100k");
+  assertNotBuilt(() => o200k.countTokens("", { encoding: "cl100k_base" }), "cl100k_base", "cl100k");
+  assertNotBuilt(() => cl100k.countTokens("hello"), "o200k_base", "o200k");
+  assertNotBuilt(() => cl100k.countTokens("hello", { model: "gpt-4o" }), "o200k_base", "o200k");
+  assertNotBuilt(() => cl100k.countMessages([{ role: "user", content: "hi" }], { model: "gpt-4o" }), "o200k_base", "o200k");
+  // Still usable afterwards, and an unknown encoding is still a RangeError.
+  assert.equal(o200k.countTokens("hello world"), 2);
+  assert.throws(() => cl100k.countTokens("hi", { encoding: "p50k_base" }), RangeError);
+});
+
+test("context-keeper/lite is the estimator alone: no countTokens, no tables", () => {
+  assert.deepEqual(Object.keys(lite), ["estimateTokens"]);
+  assert.equal(lite.countTokens, undefined);
+  assert.equal(require("context-keeper/lite").countTokens, undefined);
+  for (const text of allTexts) assert.equal(lite.estimateTokens(text), main.estimateTokens(text));
+  assert.equal(lite.estimateTokens(""), 0);
+  assert.throws(() => lite.estimateTokens(42), (err) => err instanceof TypeError && /text: expected a string, found a number/.test(err.message));
+  const wasm = wasmOf("lite/");
+  assert.ok(gzipSync(wasm, { level: 9 }).length <= 60 * 1024, `lite .wasm is ${gzipSync(wasm, { level: 9 }).length} bytes gzip`);
+  // No tables: cl100k_base's alone are over 600 KB.
+  assert.ok(wasm.length < 200 * 1024, `lite .wasm is ${wasm.length} bytes`);
+});
+
+test("each one-encoding entry is smaller than the main entry by the other's tables", () => {
+  const [both, one, other] = [wasmOf(""), wasmOf("o200k/"), wasmOf("cl100k/")];
+  assert.ok(one.length < both.length - 400_000, `o200k ${one.length} vs both ${both.length}`);
+  assert.ok(other.length < both.length - 900_000, `cl100k ${other.length} vs both ${both.length}`);
+});
