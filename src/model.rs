@@ -36,7 +36,7 @@ pub enum Provider {
 /// Tokens a chat format spends around the content, per OpenAI's published accounting
 /// (3 per message, 1 more when a message has a `name`, 3 to prime the reply). Other providers
 /// do not publish theirs; the same numbers serve as an estimate there.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Framing {
     /// Tokens around every message (role markers, separators).
@@ -56,7 +56,7 @@ impl Framing {
 }
 
 /// How a provider charges an image in tokens.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "rule", rename_all = "camelCase")]
 pub enum ImageRule {
     /// OpenAI's tiles: fit in 2048x2048, shortest side to 768, then `base` plus `per_tile` for

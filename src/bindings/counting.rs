@@ -1,17 +1,21 @@
 //! `countMessages`, `isWithinLimit`, `modelInfo`, `calibrate`, `clearCountCache` and
 //! `clearCalibration`.
 //!
-//! Conversations and option bags cross as JSON text (`JSON.stringify` in, one `JSON.parse`
-//! out), as in `messages.rs`: safe on any depth, and the option bags hold arbitrary JSON
-//! (tool definitions, model entries).
+//! Conversations and option bags are read by walking them as `JSON.stringify` would
+//! ([`walk`]); results go out through one `JSON.parse`. A message counted before and not
+//! changed since is not read again ([`memo`]): re-counting a grown conversation costs about the
+//! new messages.
 
+use js_sys::Array;
 use serde::Serialize;
+use serde_json::{Map, Value};
 use wasm_bindgen::prelude::*;
 
 use super::error::ArgumentError;
-use super::{enter, json_text, type_name, CONVERSATION};
-use crate::counting::{self, CountMessagesError, CountMessagesOptions};
-use crate::messages::parse_json;
+use super::memo::{self, Learnt};
+use super::{enter, json_value, type_name, walk, CONVERSATION};
+use crate::counting::{self, CountMessagesError, CountMessagesOptions, Counting, MessagesCount};
+use crate::messages::{self, parse_messages_value, Format, FormatVotes};
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_COUNTING: &'static str = r#"
@@ -242,18 +246,150 @@ fn read_options(options: &JsValue) -> Result<CountMessagesOptions, CountingError
         }
         .into());
     }
-    let text = json_text(options, "options", "an object")?;
-    let value = parse_json(&text).map_err(|e| CountingError::Internal(e.to_string()))?;
+    let value = json_value(options, "options", "an object")?;
     Ok(CountMessagesOptions::from_value(&value).map_err(CountMessagesError::from)?)
-}
-
-fn messages_text(messages: &JsValue) -> Result<String, ArgumentError> {
-    json_text(messages, "messages", CONVERSATION)
 }
 
 /// A serializable result as a JS value.
 fn to_js<T: Serialize>(value: &T) -> Result<JsValue, CountingError> {
     super::to_js(value).map_err(CountingError::Internal)
+}
+
+/// A message of the list, as far as it has been read.
+enum Entry {
+    /// Remembered and unchanged ([`memo`]): read only if its count is no longer cached.
+    Known(u64, Learnt),
+    /// Read now; `id` when it was remembered.
+    Fresh(Option<u64>, Value),
+}
+
+/// Counts a conversation, reading (walking, parsing, hashing) only the messages not counted
+/// before; see [`memo`]. `stop_above` stops the count past that many tokens.
+fn count_with(
+    messages: &JsValue,
+    options: &CountMessagesOptions,
+    stop_above: Option<u64>,
+) -> Result<(MessagesCount, bool), CountingError> {
+    let Some((list, envelope)) = split(messages)? else {
+        // NOTE: not a conversation: the core's reading of the whole names what is wrong.
+        let value = json_value(messages, "messages", CONVERSATION)?;
+        return Ok(counting::count_value(value, options, stop_above)?);
+    };
+    let mut votes = envelope
+        .as_ref()
+        .map(FormatVotes::of_envelope)
+        .unwrap_or_default();
+    let mut entries = Vec::with_capacity(list.length() as usize);
+    for i in 0..list.length() {
+        let message = list.get(i);
+        let known = memo::recall(&message).and_then(|id| Some((id, memo::learnt(id)?)));
+        let entry = match known {
+            Some((id, learnt)) => Entry::Known(id, learnt),
+            None => read_message(&message, i)?,
+        };
+        votes.add(match &entry {
+            Entry::Known(_, learnt) => learnt.votes,
+            Entry::Fresh(_, value) => FormatVotes::of_message(value),
+        });
+        entries.push(entry);
+    }
+    let format = options.format.or(votes.winner()).unwrap_or(Format::OpenAi);
+    // NOTE: the request object without its messages: its system prompt, model and tools.
+    let head = match envelope {
+        None => Value::Array(Vec::new()),
+        Some(mut envelope) => {
+            envelope.insert("messages".to_owned(), Value::Array(Vec::new()));
+            Value::Object(envelope)
+        }
+    };
+    let head = parse_messages_value(head, &counting::messages_options(Some(format)))
+        .map_err(CountMessagesError::from)?;
+    let ratio = counting::ratio_for(&head, options);
+    let mut counting =
+        counting::with_cache(|cache| Counting::start(&head, options, ratio, stop_above, cache))
+            .map_err(CountMessagesError::from)?;
+    for (i, entry) in (0u32..).zip(entries) {
+        if counting.stopped() {
+            break;
+        }
+        let (id, votes, value) = match entry {
+            Entry::Known(id, learnt) => {
+                if let Some((read_as, role, key)) = learnt.counted {
+                    let counted = read_as == format
+                        && counting::with_cache(|cache| counting.add_known(role, key, cache));
+                    if counted {
+                        continue;
+                    }
+                }
+                // NOTE: it was read before, so reading it again cannot fail.
+                match read_message(&list.get(i), i)? {
+                    Entry::Fresh(_, value) => (Some(id), learnt.votes, value),
+                    Entry::Known(..) => continue,
+                }
+            }
+            Entry::Fresh(id, value) => (id, FormatVotes::of_message(&value), value),
+        };
+        let message = messages::parse_message(format, value)
+            .map_err(|e| CountMessagesError::from(e.under(format_args!("messages[{i}]"))))?;
+        let key = counting::with_cache(|cache| counting.add(&message, cache))
+            .map_err(CountMessagesError::from)?;
+        if let Some(id) = id {
+            let counted = Some((format, message.role(), key));
+            memo::learn(id, Learnt { votes, counted });
+        }
+    }
+    Ok(counting.finish(format))
+}
+
+/// A conversation's message list, and the request object around it (its other fields).
+type Parts = (Array, Option<Map<String, Value>>);
+
+/// The message list and the request object around it (its other fields, read as JSON), or
+/// `None` when `messages` is neither a list nor an object holding one.
+fn split(messages: &JsValue) -> Result<Option<Parts>, ArgumentError> {
+    if Array::is_array(messages) {
+        return Ok(Some((messages.clone().unchecked_into(), None)));
+    }
+    if !messages.is_object() {
+        return Ok(None);
+    }
+    let list = js_sys::Reflect::get(messages, &JsValue::from_str("messages")).map_err(|_| {
+        ArgumentError::Unreadable {
+            field: "messages.messages",
+        }
+    })?;
+    if !Array::is_array(&list) {
+        return Ok(None);
+    }
+    match walk::read(messages, Some("messages"))
+        .map_err(|e| ArgumentError::not_json("messages", e))?
+    {
+        Some(Value::Object(envelope)) => Ok(Some((list.unchecked_into(), Some(envelope)))),
+        _ => Ok(None),
+    }
+}
+
+/// Reads message `i` afresh, remembering it when it can be.
+fn read_message(message: &JsValue, i: u32) -> Result<Entry, ArgumentError> {
+    let in_message = |err| ArgumentError::not_json(&format!("messages[{i}]"), err);
+    if !message.is_object() {
+        let value = walk::read(message, None).map_err(in_message)?;
+        return Ok(Entry::Fresh(None, value.unwrap_or(Value::Null)));
+    }
+    let (value, snapshot) = walk::read_with_snapshot(message).map_err(in_message)?;
+    let value = value.unwrap_or(Value::Null);
+    let id = snapshot.map(|snapshot| {
+        let votes = FormatVotes::of_message(&value);
+        memo::remember(
+            message,
+            snapshot,
+            Learnt {
+                votes,
+                counted: None,
+            },
+        )
+    });
+    Ok(Entry::Fresh(id, value))
 }
 
 #[wasm_bindgen(js_name = modelInfo, skip_typescript)]
@@ -272,7 +408,7 @@ pub fn model_info(model: JsValue, options: JsValue) -> Result<JsValue, CountingE
 pub fn count_messages(messages: JsValue, options: JsValue) -> Result<JsValue, CountingError> {
     enter();
     let options = read_options(&options)?;
-    let count = counting::count_messages_str(&messages_text(&messages)?, &options)?;
+    let (count, _) = count_with(&messages, &options, None)?;
     to_js(&count)
 }
 
@@ -300,10 +436,11 @@ pub fn is_within_limit(
         }
     };
     let options = read_options(&options)?;
-    let fits = counting::within_limit_str(&messages_text(&messages)?, limit, &options)?;
-    Ok(match fits {
-        Some(total) => JsValue::from_f64(total as f64),
-        None => JsValue::FALSE,
+    let (count, stopped) = count_with(&messages, &options, Some(limit))?;
+    Ok(if stopped {
+        JsValue::FALSE
+    } else {
+        JsValue::from_f64(count.total as f64)
     })
 }
 
@@ -318,8 +455,7 @@ pub fn calibrate(usage: JsValue) -> Result<JsValue, CountingError> {
         }
         .into());
     }
-    let text = json_text(&usage, "usage", "an object")?;
-    let value = parse_json(&text).map_err(|e| CountingError::Internal(e.to_string()))?;
+    let value = json_value(&usage, "usage", "an object")?;
     to_js(&counting::calibrate_usage(&value)?)
 }
 
@@ -335,6 +471,7 @@ pub fn calibrate(usage: JsValue) -> Result<JsValue, CountingError> {
 pub fn clear_count_cache() {
     enter();
     counting::clear_count_cache();
+    memo::clear();
 }
 
 /// Forgets every ratio {@link calibrate} recorded.

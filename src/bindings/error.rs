@@ -3,6 +3,7 @@
 
 use wasm_bindgen::JsValue;
 
+use super::walk::WalkError;
 use crate::count::CountError;
 use crate::messages::{Format, ParseError};
 use crate::model::ResolveError;
@@ -20,9 +21,20 @@ pub enum ArgumentError {
     /// Reading the field threw (a getter that throws, a revoked proxy).
     #[error("{field}: could not be read")]
     Unreadable { field: &'static str },
-    /// `JSON.stringify` threw: a cycle, a BigInt, nesting deeper than the engine's stack.
-    #[error("{field}: cannot be read as JSON: {reason}")]
-    NotJson { field: &'static str, reason: String },
+    /// The value has no JSON form: a cycle, a BigInt, nesting deeper than 128 levels, a
+    /// getter or `toJSON` that throws. `path` is the place: `messages[3].content[0].data`.
+    #[error("{path}: cannot be read as JSON: {reason}")]
+    NotJson { path: String, reason: String },
+}
+
+impl ArgumentError {
+    /// A [`WalkError`] inside the argument `field`.
+    pub fn not_json(field: &str, err: WalkError) -> ArgumentError {
+        ArgumentError::NotJson {
+            path: format!("{field}{}", err.path()),
+            reason: err.reason,
+        }
+    }
 }
 
 impl From<ArgumentError> for JsValue {

@@ -1,19 +1,19 @@
 //! `detectFormat`, `validateMessages` and `repairMessages`.
 //!
-//! Conversations cross the boundary as one JSON string each way (`JSON.stringify` in, one
-//! `JSON.parse` out), although serde-wasm-bindgen's walk of the object graph is about twice as
-//! fast (`node bench/boundary.mjs`). JSON text is what the provider receives: the SDKs send
-//! `JSON.stringify(messages)`, so reading the same text sees exactly what the provider will
-//! (`tool_calls: undefined` is absent, not `null` as serde-wasm-bindgen reads it; a `URL` or a
-//! `Date` is its `toJSON()` string, not an empty object). It is also safe at any depth: serde_json
-//! stops at 128 levels, where a recursive walk would overflow the wasm stack.
+//! Conversations are read by walking them as `JSON.stringify` would ([`walk`](super::walk)):
+//! what the provider receives, since the SDKs send `JSON.stringify(body)`. That is faster than
+//! crossing as JSON text and than serde-wasm-bindgen (which reads `tool_calls: undefined` as
+//! `null` and a `Date` as `{}`); `node bench/boundary.mjs` times all three. A repair gives back
+//! the caller's own objects for the messages it left alone, and new objects only for those it
+//! changed or added.
 
 use serde::Serialize;
+use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
 use super::error::{ArgumentError, MessagesError};
-use super::{enter, json_text, type_name, CONVERSATION};
-use crate::messages::{self, Format, MessagesOptions};
+use super::{enter, json_value, type_name, CONVERSATION};
+use crate::messages::{self, Conversation, Format, MessagesOptions};
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_MESSAGES: &'static str = r#"
@@ -177,9 +177,9 @@ fn read_options(options: Option<MessagesOptionsJs>) -> Result<MessagesOptions, M
     })
 }
 
-/// The conversation as JSON text.
-fn to_json_text(messages: &JsValue) -> Result<String, ArgumentError> {
-    json_text(messages, "messages", CONVERSATION)
+/// The conversation as JSON.
+fn read_conversation(messages: &JsValue) -> Result<Value, ArgumentError> {
+    json_value(messages, "messages", CONVERSATION)
 }
 
 /// A serializable result as a JS value.
@@ -190,8 +190,7 @@ fn to_js<T: Serialize>(value: &T) -> Result<JsValue, MessagesError> {
 #[wasm_bindgen(js_name = detectFormat, skip_typescript)]
 pub fn detect_format(messages: JsValue) -> Result<JsValue, MessagesError> {
     enter();
-    let text = to_json_text(&messages)?;
-    let value = messages::parse_json(&text)?;
+    let value = read_conversation(&messages)?;
     // NOTE: null, not undefined, when nothing tells the formats apart (as the types say).
     Ok(messages::detect_format(&value).map_or(JsValue::NULL, |format| format.name().into()))
 }
@@ -203,8 +202,8 @@ pub fn validate_messages(
 ) -> Result<JsValue, MessagesError> {
     enter();
     let options = read_options(options)?;
-    let problems = messages::validate_messages_str(&to_json_text(&messages)?, &options)?;
-    to_js(&problems)
+    let conversation = messages::parse_messages_value(read_conversation(&messages)?, &options)?;
+    to_js(&messages::validate_conversation(&conversation, &options))
 }
 
 #[wasm_bindgen(js_name = repairMessages, skip_typescript)]
@@ -214,23 +213,95 @@ pub fn repair_messages(
 ) -> Result<JsValue, MessagesError> {
     enter();
     let options = read_options(options)?;
-    let repaired = messages::repair_messages_str(&to_json_text(&messages)?, &options)?;
-    if repaired.report.is_empty() {
-        // Nothing changed: hand back the caller's own array rather than a copy of it.
-        let result = js_sys::Object::new();
-        let set = |key: &str, value: &JsValue| js_sys::Reflect::set(&result, &key.into(), value);
-        set("messages", &messages)
-            .and_then(|_| set("report", &js_sys::Array::new()))
-            .and_then(|_| set("unrepaired", &to_js(&repaired.unrepaired)?))
-            .map_err(|err| MessagesError::Internal(super::error_message(&err)))?;
+    let conversation = messages::parse_messages_value(read_conversation(&messages)?, &options)?;
+    let result = js_sys::Object::new();
+    let set = |key: &str, value: &JsValue| {
+        js_sys::Reflect::set(&result, &key.into(), value)
+            .map(drop)
+            .map_err(|err| MessagesError::Internal(super::error_message(&err)))
+    };
+    if messages::validate_conversation(&conversation, &options).is_empty() {
+        // Nothing to change: hand back the caller's own array rather than a copy of it.
+        set("messages", &messages)?;
+        set("report", &js_sys::Array::new())?;
+        set("unrepaired", &js_sys::Array::new())?;
         return Ok(result.into());
     }
-    to_js(&repaired)
+    let original = conversation.clone();
+    let (repaired, report, unrepaired) = messages::repair_conversation(conversation, &options);
+    if report.is_empty() {
+        set("messages", &messages)?;
+    } else {
+        set("messages", &write_back(&messages, &original, repaired)?)?;
+    }
+    set("report", &to_js(&report)?)?;
+    set("unrepaired", &to_js(&unrepaired)?)?;
+    Ok(result.into())
+}
+
+/// How far ahead of the last kept message an unchanged message is looked for in the input.
+const MATCH_WINDOW: usize = 8;
+
+/// The repaired conversation as a JS value in the input's shape. A message the repair left
+/// as it was is the caller's own object (so `===` and memoized UI rows keep working); only the
+/// messages it changed or added are new objects, read from their JSON.
+fn write_back(
+    input: &JsValue,
+    original: &Conversation,
+    repaired: Conversation,
+) -> Result<JsValue, MessagesError> {
+    let list: js_sys::Array = if js_sys::Array::is_array(input) {
+        input.clone().unchecked_into()
+    } else {
+        js_sys::Reflect::get(input, &"messages".into())
+            .map_err(|err| MessagesError::Internal(super::error_message(&err)))?
+            .unchecked_into()
+    };
+    let out = js_sys::Array::new();
+    let mut next = 0;
+    let system_changed = original.system() != repaired.system();
+    let (head, messages) = repaired.split_messages();
+    for message in messages {
+        let end = (next + MATCH_WINDOW).min(original.messages().len());
+        let same = (next..end).find(|&i| original.messages().get(i) == Some(&message));
+        match same {
+            Some(i) => {
+                out.push(&list.get(i as u32));
+                next = i + 1;
+            }
+            None => {
+                out.push(&json_to_js(&message.into_value())?);
+            }
+        }
+    }
+    if js_sys::Array::is_array(input) {
+        return Ok(out.into());
+    }
+    // NOTE: a request object: a shallow copy, its other fields the caller's own values.
+    let envelope = js_sys::Object::assign(&js_sys::Object::new(), input.unchecked_ref());
+    let put = |key: &str, value: &JsValue| {
+        js_sys::Reflect::set(&envelope, &key.into(), value)
+            .map(drop)
+            .map_err(|err| MessagesError::Internal(super::error_message(&err)))
+    };
+    put("messages", &out)?;
+    if system_changed {
+        if let Some(system) = head.into_value().get("system") {
+            put("system", &json_to_js(system)?)?;
+        }
+    }
+    Ok(envelope.into())
+}
+
+/// A JSON value as a JS value, through `JSON.parse`.
+fn json_to_js(value: &Value) -> Result<JsValue, MessagesError> {
+    super::to_js(value).map_err(MessagesError::Internal)
 }
 
 /// For `bench/boundary.mjs` only (feature `boundary-probe`, never in the package): parse,
 /// validate and write back a conversation, crossing the boundary as JSON text (`"json"`) or
-/// through serde-wasm-bindgen (`"serde"`), so the two can be timed side by side.
+/// through serde-wasm-bindgen (`"serde"`), so the two can be timed next to the walk that ships
+/// (`validateMessages`, `repairMessages`).
 #[cfg(feature = "boundary-probe")]
 #[wasm_bindgen(js_name = __boundaryProbe, skip_typescript)]
 pub fn boundary_probe(messages: JsValue, strategy: &str) -> Result<JsValue, MessagesError> {
@@ -246,7 +317,11 @@ pub fn boundary_probe(messages: JsValue, strategy: &str) -> Result<JsValue, Mess
             .serialize(&serializer)
             .map_err(|e| MessagesError::Internal(e.to_string()));
     }
-    let conversation = messages::parse_messages_str(&to_json_text(&messages)?, &options)?;
+    let text = js_sys::JSON::stringify(&messages)
+        .map_err(|err| MessagesError::Internal(super::error_message(&err)))?
+        .as_string()
+        .unwrap_or_default();
+    let conversation = messages::parse_messages_str(&text, &options)?;
     let problems = messages::validate_conversation(&conversation, &options);
     let out = format!(
         "[{},{}]",

@@ -2,10 +2,18 @@
 //!
 //! It converts arguments, calls the pure core and turns core errors into `Error` objects. It
 //! holds no logic of its own.
+// NOTE: without the `full` feature (the lite build) only `estimateTokens` is exported, and the
+// helpers the other exports share go unused.
+#![cfg_attr(not(feature = "full"), allow(dead_code, unused_imports))]
 
+#[cfg(feature = "full")]
 mod counting;
 mod error;
+#[cfg(feature = "full")]
+mod memo;
+#[cfg(feature = "full")]
 mod messages;
+mod walk;
 
 use wasm_bindgen::prelude::*;
 
@@ -20,6 +28,7 @@ fn enter() {
     console_error_panic_hook::set_once();
 }
 
+#[cfg(feature = "full")]
 #[wasm_bindgen(typescript_custom_section)]
 const TS_TYPES: &'static str = r#"
 /** A byte-pair encoding that context-keeper counts exactly. */
@@ -69,22 +78,31 @@ fn string_field(
 /// What a conversation argument must be, for error messages.
 const CONVERSATION: &str = "an array or an object with a messages array";
 
-/// `value` as JSON text, through `JSON.stringify`: what an SDK sends the provider.
-fn json_text(
+/// `value` as the JSON that `JSON.stringify` makes of it (what an SDK sends the provider),
+/// read by walking it ([`walk`]).
+fn json_value(
     value: &JsValue,
     field: &'static str,
     expected: &'static str,
-) -> Result<String, ArgumentError> {
-    let text = js_sys::JSON::stringify(value).map_err(|err| ArgumentError::NotJson {
-        field,
-        reason: error_message(&err),
-    })?;
-    // NOTE: JSON.stringify gives undefined (not a string) for undefined, functions, symbols.
-    text.as_string().ok_or_else(|| ArgumentError::WrongType {
-        field,
-        expected,
-        got: type_name(value),
-    })
+) -> Result<serde_json::Value, ArgumentError> {
+    walk::read(value, None)
+        .map_err(|err| ArgumentError::not_json(field, err))?
+        // NOTE: JSON.stringify gives undefined (not text) for undefined, functions, symbols.
+        .ok_or_else(|| ArgumentError::WrongType {
+            field,
+            expected,
+            got: type_name(value),
+        })
+}
+
+/// `value` as the JSON the exports read it as, written as JSON text (`None` where
+/// `JSON.stringify` writes nothing); the error names the place. For the wasm tests, which hold
+/// it against `JSON.stringify`; not part of the JS API.
+#[doc(hidden)]
+pub fn read_json(value: &JsValue) -> Result<Option<String>, String> {
+    let read =
+        walk::read(value, None).map_err(|err| ArgumentError::not_json("value", err).to_string())?;
+    Ok(read.map(|value| value.to_string()))
 }
 
 /// A serializable result as a JS value, through one `JSON.parse`; the error is a defect of
@@ -124,8 +142,8 @@ fn type_name(value: &JsValue) -> &'static str {
 }
 
 /// Reads `text`, which must be a string.
-fn text_arg(text: &JsValue) -> Result<String, ArgumentError> {
-    text.as_string().ok_or_else(|| ArgumentError::WrongType {
+fn text_arg(text: &JsValue) -> Result<&js_sys::JsString, ArgumentError> {
+    text.dyn_ref().ok_or_else(|| ArgumentError::WrongType {
         field: "text",
         expected: "a string",
         got: type_name(text),
@@ -142,6 +160,7 @@ fn text_arg(text: &JsValue) -> Result<String, ArgumentError> {
 /// countTokens("hello world", { model: "gpt-4" });   // 2, with cl100k_base
 /// countTokens("hi", { encoding: "p50k_base" });     // throws RangeError: unknown encoding "p50k_base"; known encodings: o200k_base, cl100k_base
 /// ```
+#[cfg(feature = "full")]
 #[wasm_bindgen(js_name = countTokens)]
 pub fn count_tokens(
     #[wasm_bindgen(unchecked_param_type = "string")] text: JsValue,
@@ -165,7 +184,9 @@ pub fn count_tokens(
         None => (None, None),
     };
     let encoding = resolve_encoding(encoding.as_deref(), model.as_deref())?;
-    Ok(crate::count_tokens(&text, encoding)?)
+    Ok(walk::with_str(text, |text| {
+        crate::count_tokens(text, encoding)
+    })?)
 }
 
 /// Estimates the o200k_base token count of `text` without any tables: fast, allocation-free,
@@ -174,12 +195,12 @@ pub fn count_tokens(
 ///
 /// ```js
 /// import { estimateTokens } from "context-keeper";
-/// estimateTokens("The quick brown fox jumps over the lazy dog."); // about 10
+/// estimateTokens("The estimate counts words, digits and punctuation without any vocabulary."); // about 12
 /// ```
 #[wasm_bindgen(js_name = estimateTokens)]
 pub fn estimate_tokens(
     #[wasm_bindgen(unchecked_param_type = "string")] text: JsValue,
 ) -> Result<usize, ArgumentError> {
     enter();
-    Ok(crate::estimate_tokens(&text_arg(&text)?))
+    Ok(walk::with_str(text_arg(&text)?, crate::estimate_tokens))
 }

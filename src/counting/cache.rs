@@ -15,7 +15,7 @@
 //! least recently used entries go first, in O(1).
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, DefaultHasher, Hasher};
+use std::hash::{BuildHasherDefault, DefaultHasher, Hash, Hasher};
 
 use super::tally::{Rules, Tally};
 use crate::messages::Message;
@@ -105,31 +105,31 @@ impl CountCache {
     }
 }
 
-/// Makes the cache keys of one count: the rules are hashed once, and each message is written
-/// into one reused buffer that is hashed in a single pass.
+/// What identifies a message's count apart from the rules: a hash of its format, role and
+/// JSON, and the number of bytes hashed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MessageKey(u64, u64);
+
+/// Makes the cache keys of one count: each message is written into one reused buffer that is
+/// hashed in a single pass ([`MessageKey`]), then combined with the hash of the rules.
+#[derive(Debug)]
 pub(crate) struct Keyer {
-    base: DefaultHasher,
+    rules: u64,
     buf: Vec<u8>,
 }
 
 impl Keyer {
     pub fn new(rules: &Rules) -> Keyer {
-        let mut base = DefaultHasher::new();
-        base.write(
-            format!(
-                "{:?}|{:?}|{:?}",
-                rules.encoding, rules.framing, rules.images
-            )
-            .as_bytes(),
-        );
+        let mut hasher = DefaultHasher::new();
+        rules.hash(&mut hasher);
         Keyer {
-            base,
+            rules: hasher.finish(),
             buf: Vec::new(),
         }
     }
 
-    /// The cache key of `message`.
-    pub fn key(&mut self, message: &Message) -> Key {
+    /// The key of `message`, whatever the rules.
+    pub fn message_key(&mut self, message: &Message) -> MessageKey {
         let buf = &mut self.buf;
         buf.clear();
         buf.extend_from_slice(message.format().name().as_bytes());
@@ -142,9 +142,17 @@ impl Keyer {
             buf.push(part.kind() as u8);
             serde_json::to_writer(&mut *buf, part.raw()).unwrap_or_default();
         }
-        let mut hasher = self.base.clone();
+        let mut hasher = DefaultHasher::new();
         hasher.write(buf);
-        Key(hasher.finish(), buf.len() as u64)
+        MessageKey(hasher.finish(), buf.len() as u64)
+    }
+
+    /// The cache key of a message counted under these rules.
+    pub fn key(&self, MessageKey(hash, len): MessageKey) -> Key {
+        let mut hasher = DefaultHasher::new();
+        hasher.write_u64(self.rules);
+        hasher.write_u64(hash);
+        Key(hasher.finish(), len)
     }
 }
 

@@ -40,7 +40,7 @@ use std::sync::{Mutex, PoisonError};
 use serde::Serialize;
 use serde_json::Value;
 
-pub use cache::{CacheStats, CountCache, DEFAULT_CAPACITY};
+pub use cache::{CacheStats, CountCache, MessageKey, DEFAULT_CAPACITY};
 pub use image::{
     area_tokens, tile_tokens, AREA_MAX_TOKENS, DEFAULT_FILE_TOKENS, DEFAULT_IMAGE_SIDE,
 };
@@ -50,7 +50,9 @@ pub use options::{
 pub use tally::{ByKind, Tally, REDACTED_CHARS_PER_TOKEN, TOOL_CALL_FRAMING};
 
 use crate::count::{CountError, Encoding};
-use crate::messages::{parse_messages_value, Conversation, Format, MessagesOptions, ParseError};
+use crate::messages::{
+    parse_messages_value, Conversation, Format, Message, MessagesOptions, ParseError, Role,
+};
 use crate::model::{model_info, normalize, ModelInfo, Provider};
 use tally::{tally_message, Rules, Tokenizer};
 
@@ -101,6 +103,7 @@ pub enum CountMessagesError {
 }
 
 /// The model, rules and fixed costs a count uses.
+#[derive(Debug)]
 struct Plan {
     model: Option<ModelInfo>,
     rules: Rules,
@@ -144,24 +147,185 @@ fn plan(conv: &Conversation, options: &CountMessagesOptions) -> Plan {
     }
 }
 
-/// Counts one message through the cache.
-fn message_tally(
-    message: &crate::messages::Message,
-    rules: &Rules,
-    keyer: &mut cache::Keyer,
-    cache: &mut CountCache,
-) -> Result<Tally, CountError> {
-    let key = keyer.key(message);
-    if let Some(tally) = cache.get(key) {
-        return Ok(tally);
+/// A conversation's count in progress, one message at a time: what [`count_conversation`]
+/// and [`within_limit`] do in one call, for callers that read messages lazily (the JS
+/// bindings, which skip reading the messages they counted before: see [`MessageKey`]).
+///
+/// ```
+/// use context_keeper::counting::{Counting, CountCache, CountMessagesOptions};
+/// use context_keeper::messages::{parse_messages, MessagesOptions};
+/// let input = serde_json::json!([{"role": "user", "content": "hello world"}]);
+/// let conv = parse_messages(&input, &MessagesOptions::default()).unwrap();
+/// let mut cache = CountCache::new(16);
+/// let mut counting = Counting::start(&conv, &CountMessagesOptions::default(), None, None, &mut cache).unwrap();
+/// let key = counting.add(&conv.messages()[0], &mut cache).unwrap();
+/// // Counting the same message again needs only its key (and its role).
+/// assert!(counting.add_known(conv.messages()[0].role(), key, &mut cache));
+/// let (count, stopped) = counting.finish(conv.format());
+/// assert_eq!((count.per_message, stopped), (vec![6, 6], false));
+/// ```
+#[derive(Debug)]
+pub struct Counting {
+    plan: Plan,
+    keyer: cache::Keyer,
+    ratio: Option<f64>,
+    stop_above: Option<u64>,
+    by_kind: ByKind,
+    by_role: BTreeMap<&'static str, u64>,
+    per_message: Vec<u64>,
+    system: u64,
+    tools: u64,
+    exact: bool,
+    stopped: bool,
+}
+
+impl Counting {
+    /// Starts counting the conversation `head` belongs to: its model and options decide the
+    /// rules; its tool definitions and system prompt are counted now. Its messages are not:
+    /// add them, in order, with [`Counting::add`] or [`Counting::add_known`]. `ratio` scales
+    /// the total (a calibration); past `stop_above` (scaled) the count stops.
+    pub fn start(
+        head: &Conversation,
+        options: &CountMessagesOptions,
+        ratio: Option<f64>,
+        stop_above: Option<u64>,
+        cache: &mut CountCache,
+    ) -> Result<Counting, CountError> {
+        let plan = plan(head, options);
+        let keyer = cache::Keyer::new(&plan.rules);
+        let mut counting = Counting {
+            by_kind: ByKind {
+                overhead: u64::from(plan.rules.framing.reply_priming),
+                ..ByKind::default()
+            },
+            exact: plan.exact,
+            plan,
+            keyer,
+            ratio,
+            stop_above,
+            by_role: BTreeMap::new(),
+            per_message: Vec::new(),
+            system: 0,
+            tools: 0,
+            stopped: false,
+        };
+        let envelope_tools = (head.envelope.as_ref()).and_then(|e| e.get("tools"));
+        if let Some(defs) = options.tools.as_ref().or(envelope_tools) {
+            let mut tok = Tokenizer {
+                encoding: counting.plan.rules.encoding,
+                calls: 0,
+            };
+            let tokens = tools::tool_tokens(defs, counting.plan.provider, &mut tok)?;
+            counting.exact &= tokens == 0;
+            counting.tools = tokens;
+            counting.by_kind.overhead += tokens;
+        }
+        if let Some(message) = head.system() {
+            let key = counting.keyer.message_key(message);
+            let tally = counting.tally(message, key, cache)?;
+            counting.system = tally.kinds.total();
+            counting.take(message.role(), tally);
+        }
+        counting.check_limit();
+        Ok(counting)
     }
-    let mut tok = Tokenizer {
-        encoding: rules.encoding,
-        calls: 0,
-    };
-    let tally = tally_message(message, rules, &mut tok)?;
-    cache.insert(key, tally, tok.calls);
-    Ok(tally)
+
+    /// The scaled total so far.
+    fn scaled(&self, n: u64) -> u64 {
+        self.ratio.map_or(n, |r| (n as f64 * r).round() as u64)
+    }
+
+    fn check_limit(&mut self) {
+        let total = self.scaled(self.by_kind.total());
+        self.stopped |= self.stop_above.is_some_and(|limit| total > limit);
+    }
+
+    fn tally(
+        &mut self,
+        message: &Message,
+        key: MessageKey,
+        cache: &mut CountCache,
+    ) -> Result<Tally, CountError> {
+        let key = self.keyer.key(key);
+        if let Some(tally) = cache.get(key) {
+            return Ok(tally);
+        }
+        let mut tok = Tokenizer {
+            encoding: self.plan.rules.encoding,
+            calls: 0,
+        };
+        let tally = tally_message(message, &self.plan.rules, &mut tok)?;
+        cache.insert(key, tally, tok.calls);
+        Ok(tally)
+    }
+
+    fn take(&mut self, role: Role, tally: Tally) {
+        self.exact &= !tally.estimated;
+        self.by_kind.add(&tally.kinds);
+        *self.by_role.entry(role.name()).or_insert(0) += tally.kinds.total();
+    }
+
+    /// Whether the count passed its limit; adding more messages then does nothing.
+    pub fn stopped(&self) -> bool {
+        self.stopped
+    }
+
+    /// Counts the next message, and returns its key for [`Counting::add_known`].
+    pub fn add(
+        &mut self,
+        message: &Message,
+        cache: &mut CountCache,
+    ) -> Result<MessageKey, CountError> {
+        let key = self.keyer.message_key(message);
+        if !self.stopped {
+            let tally = self.tally(message, key, cache)?;
+            self.push(message.role(), tally);
+        }
+        Ok(key)
+    }
+
+    /// Counts the next message from its key and role alone, when `cache` still holds its count
+    /// under this count's rules; false (and nothing counted) when it does not: then read the
+    /// message and [`Counting::add`] it.
+    pub fn add_known(&mut self, role: Role, key: MessageKey, cache: &mut CountCache) -> bool {
+        if self.stopped {
+            return true;
+        }
+        match cache.get(self.keyer.key(key)) {
+            Some(tally) => {
+                self.push(role, tally);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn push(&mut self, role: Role, tally: Tally) {
+        self.per_message.push(tally.kinds.total());
+        self.take(role, tally);
+        self.check_limit();
+    }
+
+    /// The count, and whether it stopped at the limit (it is then partial). `format` is the
+    /// format the messages were read in, reported back.
+    pub fn finish(self, format: Format) -> (MessagesCount, bool) {
+        let raw = self.by_kind.total();
+        let count = MessagesCount {
+            total: self.scaled(raw),
+            uncalibrated: self.ratio.map(|_| raw),
+            per_message: self.per_message,
+            system: self.system,
+            tools: self.tools,
+            by_role: self.by_role,
+            by_kind: self.by_kind,
+            exact: self.exact,
+            calibrated: self.ratio.is_some(),
+            encoding: self.plan.rules.encoding,
+            format,
+            model: self.plan.model,
+        };
+        (count, self.stopped)
+    }
 }
 
 /// Counts `conv`, stopping as soon as the (scaled) running total passes `stop_above`; the
@@ -173,68 +337,14 @@ fn run(
     ratio: Option<f64>,
     stop_above: Option<u64>,
 ) -> Result<(MessagesCount, bool), CountError> {
-    let plan = plan(conv, options);
-    let scale = |n: u64| ratio.map_or(n, |r| (n as f64 * r).round() as u64);
-    let over = |n: u64| stop_above.is_some_and(|limit| scale(n) > limit);
-    let mut by_kind = ByKind {
-        overhead: u64::from(plan.rules.framing.reply_priming),
-        ..ByKind::default()
-    };
-    let mut exact = plan.exact;
-    let envelope_tools = (conv.envelope.as_ref()).and_then(|e| e.get("tools"));
-    let tools = match options.tools.as_ref().or(envelope_tools) {
-        Some(defs) => {
-            let mut tok = Tokenizer {
-                encoding: plan.rules.encoding,
-                calls: 0,
-            };
-            let tokens = tools::tool_tokens(defs, plan.provider, &mut tok)?;
-            exact &= tokens == 0;
-            tokens
-        }
-        None => 0,
-    };
-    by_kind.overhead += tools;
-    let mut by_role = BTreeMap::new();
-    let mut keyer = cache::Keyer::new(&plan.rules);
-    let mut system = 0;
-    if let Some(message) = conv.system() {
-        let tally = message_tally(message, &plan.rules, &mut keyer, cache)?;
-        system = tally.kinds.total();
-        exact &= !tally.estimated;
-        by_kind.add(&tally.kinds);
-        *by_role.entry(message.role().name()).or_insert(0) += system;
-    }
-    let mut stopped = over(by_kind.total());
-    let mut per_message = Vec::with_capacity(conv.messages().len());
+    let mut counting = Counting::start(conv, options, ratio, stop_above, cache)?;
     for message in conv.messages() {
-        if stopped {
+        if counting.stopped() {
             break;
         }
-        let tally = message_tally(message, &plan.rules, &mut keyer, cache)?;
-        let tokens = tally.kinds.total();
-        exact &= !tally.estimated;
-        by_kind.add(&tally.kinds);
-        *by_role.entry(message.role().name()).or_insert(0) += tokens;
-        per_message.push(tokens);
-        stopped = over(by_kind.total());
+        counting.add(message, cache)?;
     }
-    let raw = by_kind.total();
-    let count = MessagesCount {
-        total: scale(raw),
-        uncalibrated: ratio.map(|_| raw),
-        per_message,
-        system,
-        tools,
-        by_role,
-        by_kind,
-        exact,
-        calibrated: ratio.is_some(),
-        encoding: plan.rules.encoding,
-        format: conv.format(),
-        model: plan.model,
-    };
-    Ok((count, stopped))
+    Ok(counting.finish(conv.format()))
 }
 
 /// Counts a conversation with an explicit cache and no calibration: a pure function of its
@@ -282,23 +392,25 @@ pub const MAX_CALIBRATIONS: usize = 256;
 /// The calibration ratio may move an estimate by at most this factor either way.
 pub const MAX_CALIBRATION_FACTOR: f64 = 2.0;
 
-fn with_cache<T>(f: impl FnOnce(&mut CountCache) -> T) -> T {
+/// Runs `f` with the shared cache of per-message counts. `f` must not call back into
+/// JavaScript (which could re-enter and ask for the cache again).
+pub fn with_cache<T>(f: impl FnOnce(&mut CountCache) -> T) -> T {
     let mut guard = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
     f(guard.get_or_insert_with(|| CountCache::new(DEFAULT_CAPACITY)))
 }
 
-fn parse(json: &str, options: &CountMessagesOptions) -> Result<Conversation, ParseError> {
-    let value = crate::messages::parse_json(json)?;
-    let messages_options = MessagesOptions {
-        format: options.format,
+/// The messages options counting reads with: tool calls may be pending (counting happens
+/// before the host runs them).
+pub fn messages_options(format: Option<Format>) -> MessagesOptions {
+    MessagesOptions {
+        format,
         allow_pending_calls: true,
-    };
-    parse_messages_value(value, &messages_options)
+    }
 }
 
 /// The calibration ratio for the model a conversation is counted for, if any applies (only to
 /// models counted approximately).
-fn ratio_for(conv: &Conversation, options: &CountMessagesOptions) -> Option<f64> {
+pub fn ratio_for(conv: &Conversation, options: &CountMessagesOptions) -> Option<f64> {
     let info = plan(conv, options).model?;
     if info.exact {
         return None;
@@ -311,15 +423,29 @@ fn ratio_for(conv: &Conversation, options: &CountMessagesOptions) -> Option<f64>
         .map(|&(_, r)| r)
 }
 
+/// Counts a conversation given as a JSON value, with the shared cache and the calibration of
+/// its model when one was recorded, stopping past `stop_above` tokens; the flag says whether
+/// it stopped (the count is then partial).
+pub fn count_value(
+    value: Value,
+    options: &CountMessagesOptions,
+    stop_above: Option<u64>,
+) -> Result<(MessagesCount, bool), CountMessagesError> {
+    let conv = parse_messages_value(value, &messages_options(options.format))?;
+    let ratio = ratio_for(&conv, options);
+    Ok(with_cache(|cache| {
+        run(&conv, options, cache, ratio, stop_above)
+    })?)
+}
+
 /// Counts a conversation given as JSON text, with the shared cache, and the calibration of its
 /// model when one was recorded.
 pub fn count_messages_str(
     json: &str,
     options: &CountMessagesOptions,
 ) -> Result<MessagesCount, CountMessagesError> {
-    let conv = parse(json, options)?;
-    let ratio = ratio_for(&conv, options);
-    Ok(with_cache(|cache| run(&conv, options, cache, ratio, None))?.0)
+    let value = crate::messages::parse_json(json)?;
+    Ok(count_value(value, options, None)?.0)
 }
 
 /// [`within_limit`] on JSON text, with the shared cache and calibration.
@@ -328,9 +454,8 @@ pub fn within_limit_str(
     limit: u64,
     options: &CountMessagesOptions,
 ) -> Result<Option<u64>, CountMessagesError> {
-    let conv = parse(json, options)?;
-    let ratio = ratio_for(&conv, options);
-    let (count, stopped) = with_cache(|cache| run(&conv, options, cache, ratio, Some(limit)))?;
+    let value = crate::messages::parse_json(json)?;
+    let (count, stopped) = count_value(value, options, Some(limit))?;
     Ok((!stopped).then_some(count.total))
 }
 
@@ -420,11 +545,7 @@ pub fn calibrate_usage(usage: &Value) -> Result<Calibration, CountMessagesError>
     let estimated = match (tokens("estimated")?, messages) {
         (Some(estimated), _) => estimated,
         (None, Some(messages)) => {
-            let messages_options = MessagesOptions {
-                format: options.format,
-                allow_pending_calls: true,
-            };
-            let conv = parse_messages_value(messages, &messages_options)?;
+            let conv = parse_messages_value(messages, &messages_options(options.format))?;
             with_cache(|cache| count_conversation(&conv, &options, cache))?.total
         }
         (None, None) => {

@@ -72,7 +72,7 @@ pub struct Tally {
 }
 
 /// What a message's count depends on besides the message.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Rules {
     pub encoding: Encoding,
     pub framing: Framing,

@@ -407,6 +407,50 @@ fn calibration_scales_only_approximate_models() {
 }
 
 #[test]
+fn counting_by_keys_alone_equals_counting_the_messages() {
+    let dir = format!("{}/tests/data/messages", env!("CARGO_MANIFEST_DIR"));
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if !path.to_string_lossy().ends_with(".input.json") {
+            continue;
+        }
+        let value: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let Ok(conv) = parse_messages(&value, &MessagesOptions::default()) else {
+            continue;
+        };
+        let mut cache = CountCache::new(DEFAULT_CAPACITY);
+        let options = model("gpt-4o");
+        let mut first = Counting::start(&conv, &options, None, None, &mut cache).unwrap();
+        let keys: Vec<MessageKey> = (conv.messages().iter())
+            .map(|m| first.add(m, &mut cache).unwrap())
+            .collect();
+        let (by_messages, _) = first.finish(conv.format());
+        let calls = cache.stats().tokenizer_calls;
+        let mut again = Counting::start(&conv, &options, None, None, &mut cache).unwrap();
+        for (message, key) in conv.messages().iter().zip(&keys) {
+            assert!(again.add_known(message.role(), *key, &mut cache));
+        }
+        assert_eq!(
+            again.finish(conv.format()).0,
+            by_messages,
+            "{}",
+            path.display()
+        );
+        assert_eq!(
+            cache.stats().tokenizer_calls,
+            calls,
+            "nothing tokenized again"
+        );
+        // Under other rules (another encoding) the same keys find nothing.
+        let other = model("gpt-4");
+        let mut under_other = Counting::start(&conv, &other, None, None, &mut cache).unwrap();
+        if let (Some(message), Some(key)) = (conv.messages().first(), keys.first()) {
+            assert!(!under_other.add_known(message.role(), *key, &mut cache));
+        }
+    }
+}
+
+#[test]
 fn every_prefix_of_every_fixture_counts_the_same_cached_and_fresh() {
     let dir = format!("{}/tests/data/messages", env!("CARGO_MANIFEST_DIR"));
     let mut shared = CountCache::new(DEFAULT_CAPACITY);

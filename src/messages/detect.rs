@@ -18,17 +18,11 @@ use super::model::Format;
 /// assert_eq!(detect_format(&serde_json::json!([{"role": "user", "content": "hi"}])), None);
 /// ```
 pub fn detect_format(input: &Value) -> Option<Format> {
-    let mut votes = Votes::default();
+    let mut votes = FormatVotes::default();
     let messages = match input {
         Value::Array(list) => list,
         Value::Object(envelope) => {
-            match envelope.get("system") {
-                // NOTE: a top-level system is Anthropic's shape (AI SDK's generateText takes one
-                // too, but only as a string).
-                Some(Value::Array(_)) => votes.anthropic += 2,
-                Some(Value::String(_)) => votes.anthropic += 1,
-                _ => {}
-            }
+            votes.add(FormatVotes::of_envelope(envelope));
             match envelope.get("messages") {
                 Some(Value::Array(list)) => list,
                 _ => return votes.winner(),
@@ -37,8 +31,39 @@ pub fn detect_format(input: &Value) -> Option<Format> {
         _ => return None,
     };
     for message in messages {
+        votes.add(FormatVotes::of_message(message));
+    }
+    votes.winner()
+}
+
+/// The evidence for each format, summed over a conversation's parts; [`detect_format`] in
+/// pieces, for callers that read the messages one at a time and remember each one's votes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FormatVotes {
+    openai: u32,
+    anthropic: u32,
+    aisdk: u32,
+}
+
+impl FormatVotes {
+    /// The votes of a request object's own fields (its `messages` aside).
+    pub fn of_envelope(envelope: &serde_json::Map<String, Value>) -> FormatVotes {
+        let mut votes = FormatVotes::default();
+        match envelope.get("system") {
+            // NOTE: a top-level system is Anthropic's shape (AI SDK's generateText takes one
+            // too, but only as a string).
+            Some(Value::Array(_)) => votes.anthropic += 2,
+            Some(Value::String(_)) => votes.anthropic += 1,
+            _ => {}
+        }
+        votes
+    }
+
+    /// The votes of one message.
+    pub fn of_message(message: &Value) -> FormatVotes {
+        let mut votes = FormatVotes::default();
         let Value::Object(obj) = message else {
-            continue;
+            return votes;
         };
         match obj.get("role").and_then(Value::as_str) {
             Some("developer" | "function") => votes.openai += 1,
@@ -60,7 +85,7 @@ pub fn detect_format(input: &Value) -> Option<Format> {
             votes.aisdk += 1;
         }
         let Some(Value::Array(parts)) = obj.get("content") else {
-            continue;
+            return votes;
         };
         for part in parts {
             let Value::Object(part) = part else { continue };
@@ -91,19 +116,18 @@ pub fn detect_format(input: &Value) -> Option<Format> {
                 _ => {}
             }
         }
+        votes
     }
-    votes.winner()
-}
 
-#[derive(Default)]
-struct Votes {
-    openai: u64,
-    anthropic: u64,
-    aisdk: u64,
-}
+    /// Adds `other`'s votes to these.
+    pub fn add(&mut self, other: FormatVotes) {
+        self.openai = self.openai.saturating_add(other.openai);
+        self.anthropic = self.anthropic.saturating_add(other.anthropic);
+        self.aisdk = self.aisdk.saturating_add(other.aisdk);
+    }
 
-impl Votes {
-    fn winner(&self) -> Option<Format> {
+    /// The format with the most votes (ties: OpenAI, then Anthropic); `None` without any.
+    pub fn winner(&self) -> Option<Format> {
         let best = self.openai.max(self.anthropic).max(self.aisdk);
         if best == 0 {
             None

@@ -42,7 +42,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use compaction::{CompactionMarker, COMPACTION_TAG};
-pub use detect::detect_format;
+pub use detect::{detect_format, FormatVotes};
 pub use error::{ParseError, ParseErrorKind};
 pub use model::{
     Conversation, EditError, Format, Message, Part, PartKind, Role, Segment, ToolInput,
@@ -127,14 +127,11 @@ pub fn parse_messages_value(
             system = Some(parse(std::mem::take(value)).map_err(|e| e.under("system"))?);
         }
     }
-    let parse_message: fn(Value) -> Result<Message, ParseError> = match format {
-        Format::OpenAi => openai::parse_message,
-        Format::Anthropic => anthropic::parse_message,
-        Format::AiSdk => aisdk::parse_message,
-    };
     let mut messages = Vec::with_capacity(list.len());
     for (i, value) in list.into_iter().enumerate() {
-        messages.push(parse_message(value).map_err(|e| e.under(format_args!("messages[{i}]")))?);
+        messages.push(
+            parse_message(format, value).map_err(|e| e.under(format_args!("messages[{i}]")))?,
+        );
     }
     Ok(Conversation {
         format,
@@ -142,6 +139,16 @@ pub fn parse_messages_value(
         system,
         messages,
     })
+}
+
+/// Reads one message of `format`. Error paths start at the message (`.content[3].text`); the
+/// caller puts `messages[i]` in front.
+pub fn parse_message(format: Format, value: Value) -> Result<Message, ParseError> {
+    match format {
+        Format::OpenAi => openai::parse_message(value),
+        Format::Anthropic => anthropic::parse_message(value),
+        Format::AiSdk => aisdk::parse_message(value),
+    }
 }
 
 /// Reads a message's `content` (already taken out of it) into parts.

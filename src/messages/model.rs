@@ -762,6 +762,12 @@ impl Conversation {
         self.clone().into_value()
     }
 
+    /// Takes the messages out, leaving the rest (format, request object, system prompt).
+    pub fn split_messages(mut self) -> (Conversation, Vec<Message>) {
+        let messages = std::mem::take(&mut self.messages);
+        (self, messages)
+    }
+
     /// The conversation as JSON in its format and input shape, consuming it.
     pub fn into_value(self) -> Value {
         let messages = Value::Array(self.messages.into_iter().map(Message::into_value).collect());

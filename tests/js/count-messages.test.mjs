@@ -184,8 +184,58 @@ test("re-counting after an append equals a fresh count", () => {
   const fresh = countMessages(history, { model: "claude-sonnet-4" });
   assert.deepEqual(again, fresh);
   assert.deepEqual(again.perMessage.slice(0, 1000), first.perMessage);
-  // The cache saves the tokenizing (asserted on a counter of tokenizer calls in the Rust tests);
-  // parsing the JSON that crosses the boundary stays linear in the conversation.
+  // The cost of the re-count (about the new message) is measured by bench/incremental.mjs.
+});
+
+test("a message changed in place after it was counted is counted as it is now", () => {
+  const history = [
+    { role: "user", content: "What is in this folder?" },
+    { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "ls", arguments: "{}" } }] },
+    { role: "tool", tool_call_id: "c1", content: "a.txt" },
+  ];
+  const fresh = () => {
+    const copy = structuredClone(history);
+    clearCountCache();
+    const count = countMessages(copy);
+    clearCountCache();
+    return count;
+  };
+  assert.deepEqual(countMessages(history), fresh());
+  // Streaming into the last message, a nested edit, a new key, a removed key, a changed type.
+  history[2].content += " b.txt c.txt";
+  assert.deepEqual(countMessages(history), fresh());
+  history[1].tool_calls[0].function.arguments = '{"path":"/home/user/projects"}';
+  assert.deepEqual(countMessages(history), fresh());
+  history[0].name = "alice";
+  assert.deepEqual(countMessages(history), fresh());
+  delete history[0].name;
+  assert.deepEqual(countMessages(history), fresh());
+  history[0].content = [{ type: "text", text: "What is in this folder?" }];
+  assert.deepEqual(countMessages(history), fresh());
+  history[0].content[0].text = "And this one?";
+  assert.deepEqual(countMessages(history), fresh());
+  // A Date, whose reading is its toJSON().
+  history[0].sent = new Date(0);
+  assert.deepEqual(countMessages(history), fresh());
+  history[0].sent.setTime(Date.UTC(2026, 10, 22));
+  assert.deepEqual(countMessages(history), fresh());
+});
+
+test("the same message objects counted in another format are read in that format", () => {
+  const plain = [{ role: "user", content: "hi there" }, { role: "assistant", content: "hello" }];
+  const openai = countMessages(plain);
+  const anthropic = countMessages(plain, { format: "anthropic", model: "claude-sonnet-4-5" });
+  assert.equal(openai.format, "openai");
+  assert.equal(anthropic.format, "anthropic");
+  assert.deepEqual(countMessages(plain), openai);
+});
+
+test("an object that reads differently each time is counted as it reads now", () => {
+  let turn = 0;
+  const message = { role: "user", get content() { return "x ".repeat(++turn); } };
+  const first = countMessages([message]).total;
+  const second = countMessages([message]).total;
+  assert.ok(second > first, "not the count of an earlier reading");
 });
 
 test("modelInfo: exact, prefix, unknown, and the caller's entries", () => {

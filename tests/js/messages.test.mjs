@@ -5,7 +5,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { modelMessageSchema } from "ai";
-import { detectFormat, validateMessages, repairMessages, countTokens } from "context-keeper";
+import { detectFormat, validateMessages, repairMessages, countTokens, countMessages } from "context-keeper";
 
 const dir = new URL("../data/messages/", import.meta.url);
 const fixtures = readdirSync(dir)
@@ -155,17 +155,20 @@ test("unknown part types pass through untouched", () => {
 test("hostile input: cycles, BigInt, deep nesting, huge strings, lone surrogates; the instance survives", () => {
   const cyclic = [{ role: "user", content: "x" }];
   cyclic[0].self = cyclic;
-  assert.throws(() => validateMessages(cyclic), { name: "TypeError", message: /^messages: cannot be read as JSON: / });
-  assert.throws(() => validateMessages([{ role: "user", content: "x", n: 1n }]), { name: "TypeError", message: /^messages: cannot be read as JSON/ });
+  assert.throws(() => validateMessages(cyclic), { name: "TypeError", message: /^messages\[0\]\.self\[0\]\.self.*: cannot be read as JSON: it is circular/ });
+  assert.throws(() => validateMessages([{ role: "user", content: "x", n: 1n }]), { name: "TypeError", message: "messages[0].n: cannot be read as JSON: a BigInt has no JSON form" });
+  const throwing = { role: "user", get content() { throw new Error("boom"); } };
+  assert.throws(() => countMessages([{ role: "user", content: "x" }, throwing]), { name: "TypeError", message: "messages[1].content: cannot be read as JSON: boom" });
   const nested = (depth) => {
     let value = "x";
     for (let i = 0; i < depth; i++) value = [value];
     return [{ role: "user", content: "x", extra: value }];
   };
   // Deeper than serde_json's 128 levels: an error, never a stack overflow inside wasm.
-  assert.throws(() => validateMessages(nested(200)), { name: "TypeError", message: /^messages: invalid JSON: recursion limit exceeded/ });
-  // Deeper than the JS engine itself can stringify: still a TypeError naming the argument.
-  assert.throws(() => validateMessages(nested(100_000)), { name: "TypeError", message: /^messages: / });
+  const tooDeep = /^messages\[0\]\.extra\[0\]\[0\].*: cannot be read as JSON: it nests deeper than 128 levels$/;
+  assert.throws(() => validateMessages(nested(200)), { name: "TypeError", message: tooDeep });
+  // Deeper than the JS engine itself can stringify: the same error.
+  assert.throws(() => validateMessages(nested(100_000)), { name: "TypeError", message: tooDeep });
   const big = "a".repeat(32 * 1024 * 1024);
   assert.deepEqual(validateMessages([{ role: "user", content: big }]), []);
   const lone = [{ role: "user", content: "broken \ud800 text" }];
@@ -177,12 +180,45 @@ test("hostile input: cycles, BigInt, deep nesting, huge strings, lone surrogates
 });
 
 test("what crosses is what the provider would receive: JSON.stringify's reading of the input", () => {
+  const sent = new Date(Date.UTC(2026, 10, 22));
   const history = [
-    { role: "user", content: "hi", tool_calls: undefined, sent: new Date(Date.UTC(2026, 10, 22)) },
+    { role: "user", content: "hi", tool_calls: undefined, sent },
     { role: "tool", tool_call_id: "gone", content: "stray" },
   ];
   const { messages, report } = repairMessages(history);
   assert.deepEqual(report.map((r) => r.action), ["dropResult"]);
-  assert.equal("tool_calls" in messages[0], false, "an undefined field stays absent, not null");
-  assert.equal(messages[0].sent, "2026-11-22T00:00:00.000Z");
+  // `tool_calls: undefined` did not read as a (null) field that would need repairing.
+  assert.equal(messages.length, 1);
+  assert.equal(messages[0], history[0], "an untouched message is the caller's own object");
+  // A message the repair rewrites is new, made of the JSON reading: the Date is its ISO string.
+  const request = { model: "claude-sonnet-4-5", system: "Be brief.", messages: [
+    { role: "user", content: [{ type: "text", text: "a", sent }] },
+    { role: "user", content: "b" },
+  ] };
+  const merged = repairMessages(request, { format: "anthropic" });
+  assert.deepEqual(merged.report.map((r) => r.action), ["mergeMessages"]);
+  assert.notEqual(merged.messages, request, "a new request object...");
+  assert.equal(merged.messages.system, request.system, "...keeping its other fields");
+  assert.deepEqual(merged.messages.messages, [{ role: "user", content: [
+    { type: "text", text: "a", sent: "2026-11-22T00:00:00.000Z" },
+    { type: "text", text: "b" },
+  ] }]);
+  assert.equal(request.messages.length, 2, "the input is not changed");
 });
+
+test("a repair gives back the caller's objects for every message it left alone", () => {
+  const history = [];
+  for (let i = 0; i < 40; i++) {
+    history.push({ role: "user", content: `question ${i}` });
+    history.push({ role: "assistant", content: null, tool_calls: [{ id: `c${i}`, type: "function", function: { name: "f", arguments: "{}" } }] });
+    if (i !== 7) history.push({ role: "tool", tool_call_id: `c${i}`, content: `answer ${i}` });
+  }
+  history.splice(30, 0, { role: "tool", tool_call_id: "nobody", content: "stray" });
+  const { messages, report } = repairMessages(history);
+  assert.deepEqual(report.map((r) => r.action).sort(), ["addStubResult", "dropResult"]);
+  const kept = messages.filter((m) => history.includes(m));
+  assert.equal(kept.length, history.length - 1, "all but the dropped message are the same objects");
+  assert.equal(messages.length - kept.length, 1, "one new message: the stub result");
+  assert.deepEqual(validateMessages(messages), []);
+});
+

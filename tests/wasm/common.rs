@@ -91,8 +91,76 @@ fn estimate_runs_in_wasm() {
         estimate_tokens("".into()).map_err(JsValue::from).unwrap(),
         0
     );
-    let n = estimate_tokens("The quick brown fox jumps over the lazy dog.".into())
-        .map_err(JsValue::from)
-        .unwrap();
-    assert!((8..=12).contains(&n), "{n}");
+    // 12 tokens exactly.
+    let text = "The estimate counts words, digits and punctuation without any vocabulary.";
+    let n = estimate_tokens(text.into()).map_err(JsValue::from).unwrap();
+    assert!((10..=14).contains(&n), "{n}");
+}
+
+/// The JS values the walk must read as `JSON.stringify` does: what SDK messages hold, and what
+/// they should not (holes, `undefined`, functions, symbols, `toJSON`, non-finite numbers, lone
+/// surrogates, integer-like keys, which objects list first), plus a seeded random mix of all.
+const HOSTILE: &str = r#"(() => {
+  let seed = 7;
+  const rand = (n) => (seed = (seed * 1103515245 + 12345) % 2147483648) % n;
+  const leaves = [0, -0, 1.5, -2, 2 ** 53, 2 ** 64, 1e21, 1e-7, NaN, Infinity, -Infinity, true, false, null,
+    undefined, "", "plain", "quote \" backslash \\ newline \n tab \t nul \0", "lone \ud800 surrogate \udfff",
+    "emoji 🦀 and 世界", "x".repeat(300) + "é".repeat(300), () => 1, Symbol("s"), new Date(Date.UTC(2026, 10, 22)),
+    { toJSON: (key) => `key:${key}` }, { toJSON: () => undefined }, { toJSON: () => ({ nested: [1, undefined] }) },
+    new Uint8Array([1, 2]), new Map([[1, 2]]), [, 1, , 2], { 2: "b", 1: "a", z: 1, y: undefined, [Symbol("k")]: 1 }];
+  const make = (depth) => {
+    if (depth > 4 || rand(3) === 0) return leaves[rand(leaves.length)];
+    if (rand(2) === 0) return Array.from({ length: rand(4) }, () => make(depth + 1));
+    const out = {};
+    for (let i = rand(5); i > 0; i--) out[["role", "content", "10", "type", "x y", "", "__proto__x"][rand(7)] + i] = make(depth + 1);
+    return out;
+  };
+  return [...leaves, leaves, ...Array.from({ length: 400 }, () => make(0))];
+})()"#;
+
+#[wasm_bindgen_test]
+fn the_walk_reads_what_json_stringify_writes() {
+    let cases: js_sys::Array = js_sys::eval(HOSTILE).unwrap().unchecked_into();
+    assert!(cases.length() > 400);
+    for value in cases.iter() {
+        // NOTE: JSON.stringify escapes a lone surrogate, which reads as U+FFFD (the only
+        // lone surrogates here are the two of the leaf that holds them).
+        let expected = js_sys::JSON::stringify(&value)
+            .ok()
+            .and_then(|s| s.as_string())
+            .map(|s| {
+                s.replace("\\ud800", "\\ufffd")
+                    .replace("\\udfff", "\\ufffd")
+            });
+        let read = context_keeper::bindings::read_json(&value).unwrap();
+        let parse = |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap();
+        assert_eq!(
+            read.as_deref().map(parse),
+            expected.as_deref().map(parse),
+            "{expected:?}"
+        );
+    }
+}
+
+#[wasm_bindgen_test]
+fn the_walk_names_the_place_of_what_has_no_json_form() {
+    let read = |code: &str| context_keeper::bindings::read_json(&js_sys::eval(code).unwrap());
+    assert_eq!(
+        read("[{ role: 'user', content: [{ type: 'text', n: 1n }] }]").unwrap_err(),
+        "value[0].content[0].n: cannot be read as JSON: a BigInt has no JSON form"
+    );
+    assert_eq!(
+        read("({ 'a key': { get bad() { throw new Error('boom'); } } })").unwrap_err(),
+        "value[\"a key\"].bad: cannot be read as JSON: boom"
+    );
+    let cycle = read("(() => { const a = { b: {} }; a.b.a = a; return [a]; })()").unwrap_err();
+    assert!(cycle.starts_with("value[0].b.a.b.a"), "{cycle}");
+    assert!(
+        cycle.ends_with(": cannot be read as JSON: it is circular (an object contains itself)"),
+        "{cycle}"
+    );
+    let deep = read("(() => { let v = 1; for (let i = 0; i < 100000; i++) v = [v]; return v; })()")
+        .unwrap_err();
+    assert!(deep.ends_with("nests deeper than 128 levels"), "{deep}");
+    assert!(deep.len() < 200, "a long path is shortened: {deep}");
 }

@@ -1,0 +1,478 @@
+//! Reads JS values as the JSON that `JSON.stringify` would make of them, by walking the object
+//! graph: no JSON text is written or parsed on the way in.
+//!
+//! Why a walk: `JSON.stringify` of a 2 MB conversation alone costs about a fifth of counting
+//! its tokens, and parsing the text costs as much again; the walk reads every string once, into
+//! the `Value` it builds, and can skip whole messages that [`Snapshot`] shows unchanged.
+//!
+//! What it reads is what the provider receives, because the SDKs send `JSON.stringify(body)`:
+//! a property holding `undefined`, a function or a symbol is absent (`null` in an array); an
+//! object's `toJSON()` result stands for it (a `Date` is its ISO string); a non-finite number
+//! is `null`; a lone UTF-16 surrogate reads as U+FFFD. A `BigInt`, a cycle or nesting deeper
+//! than [`MAX_DEPTH`] is an error naming the place, never a stack overflow inside wasm.
+//! Not followed: boxed primitives (`new String("x")` reads as an object of its indices), which
+//! no SDK puts in a message.
+
+use js_sys::{Array, JsString, Object, Reflect, Uint8Array};
+use serde_json::{Map, Number, Value};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+use super::error_message;
+
+/// How deep a value may nest: serde_json's limit for JSON text, so both readings agree.
+pub const MAX_DEPTH: usize = 128;
+
+/// From this depth on, each object is looked for among its ancestors, so that a cycle is
+/// reported as one rather than as nesting too deep. Shallower objects skip the search.
+const CYCLE_CHECK_DEPTH: usize = 32;
+
+/// Why a value cannot be read as JSON, and where.
+#[derive(Debug)]
+pub struct WalkError {
+    /// The path's segments, innermost first (`.content`, `[3]`).
+    segments: Vec<String>,
+    pub reason: String,
+}
+
+/// Paths longer than this many segments are shortened in the middle.
+const MAX_SEGMENTS: usize = 12;
+
+impl WalkError {
+    fn new(reason: impl Into<String>) -> WalkError {
+        WalkError {
+            segments: Vec::new(),
+            reason: reason.into(),
+        }
+    }
+
+    /// The place, relative to the value walked: `[0].content[3].data`; a path deeper than
+    /// [`MAX_SEGMENTS`] keeps its outer and inner ends around `…`.
+    pub fn path(&self) -> String {
+        let outer = self.segments.iter().rev();
+        if self.segments.len() <= MAX_SEGMENTS {
+            return outer.map(String::as_str).collect();
+        }
+        let head: String = outer.take(MAX_SEGMENTS - 2).map(String::as_str).collect();
+        let tail = self.segments.iter().take(2).rev().map(String::as_str);
+        format!("{head}…{}", tail.collect::<String>())
+    }
+
+    fn under_key(mut self, key: &str) -> WalkError {
+        let plain = !key.is_empty()
+            && key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+            && !key.starts_with(|c: char| c.is_ascii_digit());
+        self.segments.push(if plain {
+            format!(".{key}")
+        } else {
+            format!("[{}]", Value::String(key.to_owned()))
+        });
+        self
+    }
+
+    fn under_index(mut self, index: u32) -> WalkError {
+        self.segments.push(format!("[{index}]"));
+        self
+    }
+}
+
+thread_local! {
+    static TO_JSON: JsValue = JsValue::from_str("toJSON");
+    /// The marks of [`Snapshot`]s: one object per (kind, size), made when first needed.
+    static MARKS: std::cell::RefCell<Vec<[Option<JsValue>; 2]>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Objects and arrays of more entries than this are not snapshotted (their message is read
+/// afresh each time), which bounds the marks kept.
+const MAX_MARKED: u32 = 256;
+
+/// The mark of an object (`array` false) or array of `size` entries in a [`Snapshot`]: an
+/// object of ours, which no key or leaf can be `Object.is` to; `None` past [`MAX_MARKED`].
+fn mark(array: bool, size: u32) -> Option<JsValue> {
+    if size >= MAX_MARKED {
+        return None;
+    }
+    MARKS.with(|marks| {
+        let mut marks = marks.borrow_mut();
+        if marks.len() <= size as usize {
+            marks.resize(size as usize + 1, [None, None]);
+        }
+        let slot = marks.get_mut(size as usize)?.get_mut(usize::from(array))?;
+        Some(slot.get_or_insert_with(|| Object::new().into()).clone())
+    })
+}
+
+/// Reads `value` as JSON. `skip` names a top-level key to leave out (the `messages` of a
+/// request object, read separately). Returns `None` for what `JSON.stringify` writes nothing
+/// for (`undefined`, a function, a symbol).
+pub fn read(value: &JsValue, skip: Option<&str>) -> Result<Option<Value>, WalkError> {
+    Walker {
+        ancestors: Vec::new(),
+        snapshot: None,
+    }
+    .value(value, Key::Top, skip)
+}
+
+/// Reads `value` as JSON and records a [`Snapshot`] of it, unless something in it (a `toJSON`
+/// method) makes its JSON depend on more than its properties.
+pub fn read_with_snapshot(value: &JsValue) -> Result<(Option<Value>, Option<Snapshot>), WalkError> {
+    let mut walker = Walker {
+        ancestors: Vec::new(),
+        snapshot: Some(Array::new()),
+    };
+    let read = walker.value(value, Key::Top, None)?;
+    Ok((read, walker.snapshot.map(Snapshot)))
+}
+
+/// What a value's JSON reading was made of, in walk order: a leaf is itself; an object is its
+/// mark ([`mark`], telling its size), `JSON.stringify` of its keys, then its values; an array
+/// is its mark, then its items. [`Snapshot::matches`] tells whether the value still reads the
+/// same, with `Object.is` on each part, so an unchanged string costs a pointer compare. The
+/// first slot holds the id the snapshot is kept under.
+pub struct Snapshot(Array);
+
+impl Snapshot {
+    /// The JS array holding the snapshot (to keep it in a `WeakMap`), with `id` in front.
+    pub fn into_js(self, id: u64) -> Array {
+        self.0.unshift(&JsValue::from_f64(id as f64));
+        self.0
+    }
+
+    /// A snapshot kept by [`Snapshot::into_js`], and its id.
+    pub fn from_js(array: Array) -> Option<(u64, Snapshot)> {
+        let id = array.get(0).as_f64()?;
+        Some((id as u64, Snapshot(array)))
+    }
+
+    /// Whether `value` would read as the same JSON as when the snapshot was taken. False when
+    /// unsure (a getter throws, a `toJSON` appeared).
+    pub fn matches(&self, value: &JsValue) -> bool {
+        let mut at = 1;
+        let first = self.next(&mut at);
+        self.same(value, &first, 0, &mut at) && at == self.0.length()
+    }
+
+    fn next(&self, at: &mut u32) -> JsValue {
+        let value = self.0.get(*at);
+        *at += 1;
+        value
+    }
+
+    /// Whether `value` reads as the part of the snapshot that starts with `first`.
+    fn same(&self, value: &JsValue, first: &JsValue, depth: usize, at: &mut u32) -> bool {
+        if Object::is(value, first) {
+            // NOTE: a snapshot holds no object of the caller's, only leaves and our marks.
+            return true;
+        }
+        if !value.is_object() || depth >= MAX_DEPTH || has_to_json(value) != Some(false) {
+            return false;
+        }
+        let is_array = Array::is_array(value);
+        let (items, size) = if is_array {
+            let array: Array = value.clone().unchecked_into();
+            let len = array.length();
+            (array, len)
+        } else {
+            let keys = Object::keys(value.unchecked_ref::<Object>());
+            let len = keys.length();
+            let same_keys = mark(false, len).is_some_and(|m| Object::is(&m, first))
+                && js_sys::JSON::stringify(&keys).is_ok_and(|k| Object::is(&k, &self.next(at)));
+            if !same_keys {
+                return false;
+            }
+            (Object::values(value.unchecked_ref::<Object>()), len)
+        };
+        if is_array && !mark(true, size).is_some_and(|m| Object::is(&m, first)) {
+            return false;
+        }
+        (0..size).all(|i| {
+            let expected = self.next(at);
+            self.same(&items.get(i), &expected, depth + 1, at)
+        })
+    }
+}
+
+/// Whether `value` has a callable `toJSON`; `None` when looking threw.
+fn has_to_json(value: &JsValue) -> Option<bool> {
+    let method = TO_JSON.with(|name| Reflect::get(value, name)).ok()?;
+    Some(method.is_function())
+}
+
+/// The key a value is read under, for `toJSON(key)`; made into a string only for that call.
+#[derive(Clone, Copy)]
+enum Key<'a> {
+    Top,
+    Name(&'a str),
+    Index(u32),
+}
+
+impl Key<'_> {
+    fn to_js(self) -> JsValue {
+        match self {
+            Key::Top => JsValue::from_str(""),
+            Key::Name(name) => JsValue::from_str(name),
+            Key::Index(i) => JsValue::from_str(&i.to_string()),
+        }
+    }
+}
+
+struct Walker {
+    /// The objects being read, outermost first, searched for cycles past [`CYCLE_CHECK_DEPTH`].
+    ancestors: Vec<JsValue>,
+    /// The snapshot being recorded; dropped when the value turns out not to be snapshottable.
+    snapshot: Option<Array>,
+}
+
+impl Walker {
+    fn record(&mut self, value: &JsValue) {
+        if let Some(snapshot) = &self.snapshot {
+            snapshot.push(value);
+        }
+    }
+
+    /// Records the start of an object (with its `keys`) or an array of `size` entries.
+    fn record_mark(&mut self, array: bool, size: u32, keys: Option<&Array>) {
+        if self.snapshot.is_none() {
+            return;
+        }
+        let keys = keys.map(|keys| js_sys::JSON::stringify(keys).map(JsValue::from));
+        match (mark(array, size), keys) {
+            (Some(mark), None) => self.record(&mark),
+            (Some(mark), Some(Ok(keys))) => {
+                self.record(&mark);
+                self.record(&keys);
+            }
+            // NOTE: too big to mark, or keys with no JSON form: not snapshotted.
+            _ => self.snapshot = None,
+        }
+    }
+
+    /// JSON.stringify's SerializeJSONProperty: `key` is what `toJSON` is called with.
+    fn value(
+        &mut self,
+        value: &JsValue,
+        key: Key<'_>,
+        skip: Option<&str>,
+    ) -> Result<Option<Value>, WalkError> {
+        if !value.is_object() {
+            self.record(value);
+            return leaf(value);
+        }
+        let depth = self.ancestors.len();
+        if depth >= CYCLE_CHECK_DEPTH && self.ancestors.iter().any(|a| Object::is(a, value)) {
+            return Err(WalkError::new("it is circular (an object contains itself)"));
+        }
+        if depth >= MAX_DEPTH {
+            return Err(WalkError::new(format!(
+                "it nests deeper than {MAX_DEPTH} levels"
+            )));
+        }
+        let method = TO_JSON
+            .with(|name| Reflect::get(value, name))
+            .map_err(|err| WalkError::new(error_message(&err)))?;
+        if let Some(method) = method.dyn_ref::<js_sys::Function>() {
+            // NOTE: the value's JSON depends on the method, not on its properties: no snapshot.
+            self.snapshot = None;
+            let replaced = method
+                .call1(value, &key.to_js())
+                .map_err(|err| WalkError::new(error_message(&err)))?;
+            if replaced.is_object() {
+                // NOTE: JSON.stringify does not call toJSON again on what toJSON returned.
+                return self.object(&replaced, None);
+            }
+            return leaf(&replaced);
+        }
+        self.object(value, skip)
+    }
+
+    fn object(&mut self, value: &JsValue, skip: Option<&str>) -> Result<Option<Value>, WalkError> {
+        self.ancestors.push(value.clone());
+        let read = if Array::is_array(value) {
+            self.array(value.unchecked_ref())
+        } else {
+            self.map(value, skip)
+        };
+        self.ancestors.pop();
+        read.map(Some)
+    }
+
+    fn array(&mut self, array: &Array) -> Result<Value, WalkError> {
+        let len = array.length();
+        self.record_mark(true, len, None);
+        let mut items = Vec::with_capacity(len as usize);
+        for i in 0..len {
+            let item = self
+                .value(&array.get(i), Key::Index(i), None)
+                .map_err(|e| e.under_index(i))?;
+            items.push(item.unwrap_or(Value::Null));
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn map(&mut self, value: &JsValue, skip: Option<&str>) -> Result<Value, WalkError> {
+        let keys = Object::keys(value.unchecked_ref::<Object>());
+        let len = keys.length();
+        self.record_mark(false, len, Some(&keys));
+        let mut map = Map::new();
+        for i in 0..len {
+            let key = keys.get(i);
+            let name = key.as_string().unwrap_or_default();
+            if skip == Some(name.as_str()) {
+                continue;
+            }
+            let item = Reflect::get(value, &key)
+                .map_err(|err| WalkError::new(error_message(&err)).under_key(&name))?;
+            if let Some(item) = self
+                .value(&item, Key::Name(&name), None)
+                .map_err(|e| e.under_key(&name))?
+            {
+                map.insert(name, item);
+            }
+        }
+        Ok(Value::Object(map))
+    }
+}
+
+/// A primitive as JSON.
+fn leaf(value: &JsValue) -> Result<Option<Value>, WalkError> {
+    if let Some(text) = value.dyn_ref::<JsString>() {
+        return Ok(Some(Value::String(string(text))));
+    }
+    if let Some(n) = value.as_f64() {
+        return Ok(Some(number(n)));
+    }
+    if let Some(flag) = value.as_bool() {
+        return Ok(Some(Value::Bool(flag)));
+    }
+    if value.is_null() {
+        return Ok(Some(Value::Null));
+    }
+    if value.is_bigint() {
+        return Err(WalkError::new("a BigInt has no JSON form"));
+    }
+    Ok(None)
+}
+
+/// Strings longer than this (in UTF-16 units) are copied by [`encode`].
+const LONG_STRING: u32 = 256;
+
+#[wasm_bindgen]
+extern "C" {
+    /// The platform's `TextEncoder` (browsers, Node, workerd).
+    type TextEncoder;
+
+    #[wasm_bindgen(constructor)]
+    fn new() -> TextEncoder;
+
+    #[wasm_bindgen(method, js_name = encodeInto)]
+    fn encode_into(this: &TextEncoder, source: &JsString, destination: &Uint8Array) -> Encoded;
+
+    /// What `encodeInto` did: UTF-16 units read, bytes written.
+    type Encoded;
+
+    #[wasm_bindgen(method, getter)]
+    fn read(this: &Encoded) -> u32;
+
+    #[wasm_bindgen(method, getter)]
+    fn written(this: &Encoded) -> u32;
+}
+
+thread_local! {
+    static ENCODER: TextEncoder = TextEncoder::new();
+    /// The buffer [`with_str`] encodes long strings into, reused from call to call.
+    static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A buffer [`with_str`] grew beyond this is freed after the call rather than kept.
+const KEPT_BUFFER: usize = 1 << 20;
+
+/// Calls `f` with a JS string as UTF-8 (a lone surrogate as U+FFFD), without allocating for
+/// a long string: it is encoded into a buffer kept for the next call.
+pub fn with_str<R>(text: &JsString, f: impl FnOnce(&str) -> R) -> R {
+    let len = text.length() as usize;
+    if len <= LONG_STRING as usize {
+        return f(&text.as_string().unwrap_or_default());
+    }
+    let Ok(mut buffer) = BUFFER.with(|b| b.try_borrow_mut().map(|mut b| std::mem::take(&mut *b)))
+    else {
+        return f(&encode(text));
+    };
+    // NOTE: 3 bytes per UTF-16 unit is the most UTF-8 can need; zeroed only when it grows.
+    if buffer.len() < 3 * len {
+        buffer.resize(3 * len, 0);
+    }
+    let (_, written) = encode_into(text, &mut buffer);
+    let result = match std::str::from_utf8(buffer.get(..written).unwrap_or_default()) {
+        Ok(text) => f(text),
+        Err(_) => f(&encode(text)),
+    };
+    if buffer.len() <= KEPT_BUFFER {
+        BUFFER.with(|b| {
+            if let Ok(mut b) = b.try_borrow_mut() {
+                *b = buffer;
+            }
+        });
+    }
+    result
+}
+
+/// A JS string as UTF-8; a lone surrogate becomes U+FFFD.
+fn string(text: &JsString) -> String {
+    if text.length() <= LONG_STRING {
+        return text.as_string().unwrap_or_default();
+    }
+    encode(text)
+}
+
+/// A long JS string as UTF-8, through `TextEncoder.encodeInto` straight into wasm memory.
+// NOTE: wasm-bindgen's own string copy walks the string in JS one character at a time until
+// the first non-ASCII one; on a 2 MB conversation that was half the time of reading it.
+fn encode(text: &JsString) -> String {
+    let len = text.length();
+    // NOTE: one byte per unit fits ASCII; a second pass, when needed, makes room for the worst
+    // case of what is left (3 bytes a unit), so it always finishes.
+    let mut bytes = vec![0u8; len as usize];
+    let (read, mut written) = encode_into(text, &mut bytes);
+    if read < len {
+        bytes.resize(written + 3 * (len - read) as usize, 0);
+        let rest = text.slice(read, len);
+        written += encode_into(&rest, bytes.get_mut(written..).unwrap_or_default()).1;
+    }
+    bytes.truncate(written);
+    // NOTE: encodeInto writes whole characters only, so this is valid UTF-8; the check stays.
+    String::from_utf8(bytes)
+        .unwrap_or_else(|err| String::from_utf8_lossy(err.as_bytes()).into_owned())
+}
+
+/// Encodes as much of `text` as fits into `into`: (UTF-16 units read, bytes written).
+fn encode_into(text: &JsString, into: &mut [u8]) -> (u32, usize) {
+    // NOTE: the view is made after the buffer was allocated (a growth of the memory would
+    // detach an older one), and nothing else runs while JS writes into `into`.
+    let memory: js_sys::WebAssembly::Memory = wasm_bindgen::memory().unchecked_into();
+    let at = into.as_mut_ptr() as usize as u32;
+    let view = Uint8Array::new_with_byte_offset_and_length(&memory.buffer(), at, into.len() as u32);
+    let done = ENCODER.with(|encoder| encoder.encode_into(text, &view));
+    (done.read(), done.written() as usize)
+}
+
+/// A JS number as JSON text would carry it: integers within 64 bits as integers (what
+/// serde_json makes of `JSON.stringify`'s digits), other finite numbers as floats, and
+/// `NaN` and the infinities as `null`.
+fn number(n: f64) -> Value {
+    const TWO_64: f64 = 18_446_744_073_709_551_616.0;
+    if !n.is_finite() {
+        return Value::Null;
+    }
+    if n.fract() == 0.0 {
+        // NOTE: the casts are exact: n is a whole number inside the target's range.
+        if (0.0..TWO_64).contains(&n) {
+            return Value::Number(Number::from(n as u64));
+        }
+        if (-TWO_64 / 2.0..0.0).contains(&n) {
+            return Value::Number(Number::from(n as i64));
+        }
+    }
+    Number::from_f64(n).map_or(Value::Null, Value::Number)
+}
