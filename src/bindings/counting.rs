@@ -321,11 +321,12 @@ fn count_with(
                         continue;
                     }
                 }
-                // NOTE: it was read before, so reading it again cannot fail.
-                match read_message(&list.get(i), i)? {
-                    Entry::Fresh(_, value) => (Some(id), learnt.votes, value),
-                    Entry::Known(..) => continue,
-                }
+                // NOTE: its snapshot still matches, so it keeps its id; only its value is needed
+                // (for another format, other rules, or a count the cache let go).
+                let value = walk::read(&list.get(i), None)
+                    .map_err(|e| ArgumentError::not_json(&format!("messages[{i}]"), e))?
+                    .unwrap_or(Value::Null);
+                (Some(id), learnt.votes, value)
             }
             Entry::Fresh(id, value) => (id, FormatVotes::of_message(&value), value),
         };
