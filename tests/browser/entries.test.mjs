@@ -2,23 +2,17 @@
 // top-level await and counts (or, for lite, estimates), as the main entry does.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { serve } from "../../scripts/serve.mjs";
-import { launch } from "./chromium.mjs";
+import { openDemo } from "./chromium.mjs";
 
-let server, browser, page;
-const pageErrors = [];
+let demo, page, pageErrors;
 
 before(async () => {
-  server = await serve();
-  browser = await launch();
-  page = await browser.context.newPage();
-  page.on("pageerror", (err) => pageErrors.push(err));
-  await page.goto(server.url);
+  demo = await openDemo();
+  ({ page, pageErrors } = demo);
 });
 
 after(async () => {
-  await browser?.close();
-  await server?.close();
+  await demo?.close();
 });
 
 test("context-keeper/o200k, /cl100k and /lite load in a page and count", async () => {

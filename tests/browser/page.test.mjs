@@ -2,25 +2,19 @@
 // live, exactly (checked against npm tiktoken in Node).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { serve } from "../../scripts/serve.mjs";
-import { launch } from "./chromium.mjs";
+import { openDemo } from "./chromium.mjs";
 import { referenceCount, texts } from "../js/reference.mjs";
 
-let server, browser, page;
-const pageErrors = [];
+let demo, page, pageErrors;
 
 before(async () => {
-  server = await serve();
-  browser = await launch();
-  page = await browser.context.newPage();
-  page.on("pageerror", (err) => pageErrors.push(err));
-  await page.goto(server.url);
+  demo = await openDemo();
+  ({ page, pageErrors } = demo);
   await page.waitForSelector("body[data-ready=true]", { timeout: 15_000 });
 });
 
 after(async () => {
-  await browser?.close();
-  await server?.close();
+  await demo?.close();
 });
 
 test("the page loads the wasm and shows zero for an empty text", async () => {
