@@ -38,9 +38,12 @@ function buildProbe() {
   writeFileSync(join(probeDir, "package.json"), '{ "type": "commonjs" }\n');
 }
 
-/** Median milliseconds of `reps` runs of `f`, after one warm-up run. */
+/**
+ * Median milliseconds of `reps` runs of `f`, after ten warm-up runs: V8 compiles wasm in tiers,
+ * and the first calls of a function run its baseline code (a chat UI calls these over and over).
+ */
 function time(f) {
-  f();
+  for (let i = 0; i < 10; i++) f();
   const ms = [];
   for (let i = 0; i < reps; i++) {
     const t = performance.now();
