@@ -259,8 +259,8 @@ fn to_js<T: Serialize>(value: &T) -> Result<JsValue, CountingError> {
 enum Entry {
     /// Remembered and unchanged ([`memo`]): read only if its count is no longer cached.
     Known(u64, Learnt),
-    /// Read now; `id` when it was remembered.
-    Fresh(Option<u64>, Value),
+    /// Read now, with its format votes; `id` when it was remembered.
+    Fresh(Option<u64>, FormatVotes, Value),
 }
 
 /// Counts a conversation, reading (walking, parsing, hashing) only the messages not counted
@@ -289,7 +289,7 @@ fn count_with(
         };
         votes.add(match &entry {
             Entry::Known(_, learnt) => learnt.votes,
-            Entry::Fresh(_, value) => FormatVotes::of_message(value),
+            Entry::Fresh(_, message_votes, _) => *message_votes,
         });
         entries.push(entry);
     }
@@ -328,7 +328,7 @@ fn count_with(
                     .unwrap_or(Value::Null);
                 (Some(id), learnt.votes, value)
             }
-            Entry::Fresh(id, value) => (id, FormatVotes::of_message(&value), value),
+            Entry::Fresh(id, votes, value) => (id, votes, value),
         };
         let message = messages::parse_message(format, value)
             .map_err(|e| CountMessagesError::from(e.under(format_args!("messages[{i}]"))))?;
@@ -375,22 +375,20 @@ fn read_message(message: &JsValue, i: u32) -> Result<Entry, ArgumentError> {
     let in_message = |err| ArgumentError::not_json(&format!("messages[{i}]"), err);
     if !message.is_object() {
         let value = walk::read(message, None).map_err(in_message)?;
-        return Ok(Entry::Fresh(None, value.unwrap_or(Value::Null)));
+        return Ok(Entry::Fresh(
+            None,
+            FormatVotes::default(),
+            value.unwrap_or(Value::Null),
+        ));
     }
     let (value, snapshot) = walk::read_with_snapshot(message).map_err(in_message)?;
     let value = value.unwrap_or(Value::Null);
+    let votes = FormatVotes::of_message(&value);
     let id = snapshot.map(|snapshot| {
-        let votes = FormatVotes::of_message(&value);
-        memo::remember(
-            message,
-            snapshot,
-            Learnt {
-                votes,
-                counted: None,
-            },
-        )
+        let counted = None;
+        memo::remember(message, snapshot, Learnt { votes, counted })
     });
-    Ok(Entry::Fresh(id, value))
+    Ok(Entry::Fresh(id, votes, value))
 }
 
 #[wasm_bindgen(js_name = modelInfo, skip_typescript)]

@@ -182,6 +182,16 @@ fn read_conversation(messages: &JsValue) -> Result<Value, ArgumentError> {
     json_value(messages, "messages", CONVERSATION)
 }
 
+/// The options, and the conversation read with them.
+fn read_with_options(
+    messages: &JsValue,
+    options: Option<MessagesOptionsJs>,
+) -> Result<(Conversation, MessagesOptions), MessagesError> {
+    let options = read_options(options)?;
+    let conversation = messages::parse_messages_value(read_conversation(messages)?, &options)?;
+    Ok((conversation, options))
+}
+
 /// A serializable result as a JS value.
 fn to_js<T: Serialize>(value: &T) -> Result<JsValue, MessagesError> {
     super::to_js(value).map_err(MessagesError::Internal)
@@ -201,8 +211,7 @@ pub fn validate_messages(
     options: Option<MessagesOptionsJs>,
 ) -> Result<JsValue, MessagesError> {
     enter();
-    let options = read_options(options)?;
-    let conversation = messages::parse_messages_value(read_conversation(&messages)?, &options)?;
+    let (conversation, options) = read_with_options(&messages, options)?;
     to_js(&messages::validate_conversation(&conversation, &options))
 }
 
@@ -212,8 +221,7 @@ pub fn repair_messages(
     options: Option<MessagesOptionsJs>,
 ) -> Result<JsValue, MessagesError> {
     enter();
-    let options = read_options(options)?;
-    let conversation = messages::parse_messages_value(read_conversation(&messages)?, &options)?;
+    let (conversation, options) = read_with_options(&messages, options)?;
     let result = js_sys::Object::new();
     let set = |key: &str, value: &JsValue| {
         js_sys::Reflect::set(&result, &key.into(), value)

@@ -10,9 +10,7 @@ use std::mem;
 
 use serde_json::{json, Value};
 
-use super::error::{
-    as_obj, into_obj, opt_bool, opt_obj, opt_str, req_str, ParseError, ParseErrorKind,
-};
+use super::error::{as_obj, into_obj, opt_bool, opt_obj, opt_str, req_role, req_str, ParseError};
 use super::model::{Form, Format, Message, Part, PartInfo, PartKind, Role, Slot};
 use super::parse_content;
 
@@ -20,22 +18,11 @@ const ROLES: &str = "\"system\", \"user\", \"assistant\" or \"tool\"";
 
 pub(crate) fn parse_message(value: Value) -> Result<Message, ParseError> {
     let mut obj = into_obj(value)?;
-    let role = match req_str(&obj, "role")? {
-        "system" => Role::System,
-        "user" => Role::User,
-        "assistant" => Role::Assistant,
-        "tool" => Role::Tool,
-        other => {
-            let kind = ParseErrorKind::UnknownRole {
-                role: other.to_owned(),
-                expected: ROLES,
-            };
-            return Err(ParseError {
-                path: ".role".to_owned(),
-                kind,
-            });
-        }
-    };
+    let role = req_role(
+        &obj,
+        &[Role::System, Role::User, Role::Assistant, Role::Tool],
+        ROLES,
+    )?;
     let content = match (role, obj.get_mut("content")) {
         (Role::Tool, Some(v @ Value::Array(_))) => Some(mem::take(v)),
         (Role::Tool, other) => {

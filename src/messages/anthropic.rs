@@ -12,7 +12,7 @@ use std::mem;
 
 use serde_json::{json, Value};
 
-use super::error::{as_obj, into_obj, opt_bool, opt_str, req_str, ParseError, ParseErrorKind};
+use super::error::{as_obj, into_obj, opt_bool, opt_str, req_role, req_str, ParseError};
 use super::model::{Form, Format, Message, Part, PartInfo, PartKind, Role, Slot};
 use super::parse_content;
 
@@ -20,20 +20,7 @@ const ROLES: &str = "\"user\" or \"assistant\"";
 
 pub(crate) fn parse_message(value: Value) -> Result<Message, ParseError> {
     let mut obj = into_obj(value)?;
-    let role = match req_str(&obj, "role")? {
-        "user" => Role::User,
-        "assistant" => Role::Assistant,
-        other => {
-            let kind = ParseErrorKind::UnknownRole {
-                role: other.to_owned(),
-                expected: ROLES,
-            };
-            return Err(ParseError {
-                path: ".role".to_owned(),
-                kind,
-            });
-        }
-    };
+    let role = req_role(&obj, &[Role::User, Role::Assistant], ROLES)?;
     let content = match obj.get_mut("content") {
         Some(v @ (Value::String(_) | Value::Array(_))) => Some(mem::take(v)),
         other => {

@@ -4,6 +4,8 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
+use super::model::Role;
+
 /// Input that is not a conversation of the expected shape.
 ///
 /// The message names the place, as a path from the top of the input, and what was wrong:
@@ -90,6 +92,26 @@ pub(crate) fn req_str<'a>(obj: &'a Map<String, Value>, key: &str) -> Result<&'a 
         Some(Value::String(s)) => Ok(s),
         other => Err(ParseError::expected(format!(".{key}"), "a string", other)),
     }
+}
+
+/// The `role` field, one of `accepted`; `expected` names them for the error.
+pub(crate) fn req_role(
+    obj: &Map<String, Value>,
+    accepted: &[Role],
+    expected: &'static str,
+) -> Result<Role, ParseError> {
+    let name = req_str(obj, "role")?;
+    accepted
+        .iter()
+        .copied()
+        .find(|role| role.name() == name)
+        .ok_or_else(|| ParseError {
+            path: ".role".to_owned(),
+            kind: ParseErrorKind::UnknownRole {
+                role: name.to_owned(),
+                expected,
+            },
+        })
 }
 
 /// An optional string field; `null` counts as absent.

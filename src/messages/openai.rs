@@ -10,7 +10,7 @@ use std::mem;
 
 use serde_json::{json, Value};
 
-use super::error::{as_obj, into_obj, opt_obj, opt_str, req_str, ParseError, ParseErrorKind};
+use super::error::{as_obj, into_obj, opt_obj, opt_str, req_role, req_str, ParseError};
 use super::model::{Form, Format, Message, Part, PartInfo, PartKind, Role, Slot};
 use super::parse_content;
 
@@ -18,24 +18,18 @@ const ROLES: &str = "\"system\", \"developer\", \"user\", \"assistant\", \"tool\
 
 pub(crate) fn parse_message(value: Value) -> Result<Message, ParseError> {
     let mut obj = into_obj(value)?;
-    let role = match req_str(&obj, "role")? {
-        "system" => Role::System,
-        "developer" => Role::Developer,
-        "user" => Role::User,
-        "assistant" => Role::Assistant,
-        "tool" => Role::Tool,
-        "function" => Role::Function,
-        other => {
-            let kind = ParseErrorKind::UnknownRole {
-                role: other.to_owned(),
-                expected: ROLES,
-            };
-            return Err(ParseError {
-                path: ".role".to_owned(),
-                kind,
-            });
-        }
-    };
+    let role = req_role(
+        &obj,
+        &[
+            Role::System,
+            Role::Developer,
+            Role::User,
+            Role::Assistant,
+            Role::Tool,
+            Role::Function,
+        ],
+        ROLES,
+    )?;
     if matches!(role, Role::Tool | Role::Function) {
         let info = if role == Role::Tool {
             let id = req_str(&obj, "tool_call_id")?;
