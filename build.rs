@@ -8,14 +8,12 @@
 //!   the same bytes in rank order.
 //! - `<enc>.rank`: the rank of each token of `<enc>.tok`, in the same order, packed
 //!   little-endian in `RANK_BITS` bits each.
-//! - `<enc>.grp`: the directory of `<enc>.tok` by two-byte prefix, so the reader can decode
-//!   one prefix's tokens without the others. A prefix of more than `SPLIT_FROM` tokens is
-//!   split into blocks by third byte. For each block in order: the prefix (2 bytes), the
-//!   third byte and 1 if split (else 0 and 0), its token count (u16), their bytes (u32) and
-//!   their length in `<enc>.tok` (u32).
-//! - `<enc>.short`: the rank of each byte (256 u32), then every two-byte token as its bytes
-//!   and its rank (u32).
-//! - in `bpe_consts.rs`, its sizes, and whether every one- to three-digit ASCII string is a
+//! - `<enc>.short`, `<enc>.pre`, `<enc>.grp`, `<enc>.spl`: the rank of each byte; each
+//!   two-byte prefix's entry (its two-byte token's rank and where its longer tokens are), by
+//!   first byte; the directory of `<enc>.tok` by prefix (a prefix of more than `SPLIT_FROM`
+//!   tokens split into blocks by third byte); and the blocks of split prefixes. All are read
+//!   in place: the layout is `src/bpe/layout.rs`, shared with the reader.
+//! - in `bpe_consts.rs`, its rank width, and whether every one- to three-digit ASCII string is a
 //!   token (`<ENC>_DIGIT_TOKENS`).
 //!
 //! And, for both encodings, `ucd.idx` / `ucd.blk`: a two-level table giving each code point a
@@ -30,10 +28,26 @@ use std::path::Path;
 
 #[path = "src/bpe/class_bits.rs"]
 mod class_bits;
+#[path = "src/bpe/layout.rs"]
+mod layout;
 use class_bits::{BLOCK_SHIFT, LETTER, LOWERISH, NUMBER, SPACE, UPPERISH};
+use layout::{GROUP_NONE, GROUP_RECORD, PAIR_BITS, PAIR_NONE, PREFIX_RECORD, ROWS, SPLIT};
 
 /// Prefixes with more tokens than this are split into blocks by third byte.
 const SPLIT_FROM: usize = 512;
+
+/// One group of `<enc>.tok` (see `src/bpe/layout.rs`): the tokens of three bytes or more of a
+/// prefix, or of a prefix and third byte.
+struct Block {
+    prefix: [u8; 2],
+    third: Option<u8>,
+    count: u32,
+    /// Where its first token starts in `<enc>.tok`, and that token's index.
+    pos: u32,
+    index: u32,
+    /// Its tokens' bytes.
+    bytes: u32,
+}
 
 /// Code points per block of the two-level class table.
 const BLOCK: u32 = 1 << BLOCK_SHIFT;
@@ -41,6 +55,7 @@ const BLOCK: u32 = 1 << BLOCK_SHIFT;
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=src/bpe/class_bits.rs");
+    println!("cargo:rerun-if-changed=src/bpe/layout.rs");
     let out_dir = std::env::var("OUT_DIR").expect("OUT_DIR is set by cargo");
     let out = Path::new(&out_dir);
     let mut consts = String::new();
@@ -95,8 +110,12 @@ fn write_encoding(
     );
 
     let rank_bits = 32 - (expected - 1).leading_zeros();
-    // One- and two-byte tokens go to their own direct tables.
-    let mut short = Vec::with_capacity(2048 + 6 * 8192);
+    assert!(
+        rank_bits <= PAIR_BITS,
+        "{file}: ranks exceed the prefix entry"
+    );
+    // One-byte tokens go to their own direct table.
+    let mut short = Vec::with_capacity(4 * ROWS);
     for b in 0..=255u8 {
         let rank = tokens
             .iter()
@@ -104,14 +123,9 @@ fn write_encoding(
             .map(|(_, r)| *r);
         short.extend_from_slice(&rank.expect("every byte is a token").to_le_bytes());
     }
-    for (bytes, rank) in tokens.iter().filter(|(t, _)| t.len() == 2) {
-        short.extend_from_slice(bytes);
-        short.extend_from_slice(&rank.to_le_bytes());
-    }
     let long: Vec<&(Vec<u8>, u32)> = tokens.iter().filter(|(t, _)| t.len() >= 3).collect();
     let mut tok = Vec::with_capacity(total);
     let mut ranks = Vec::with_capacity(long.len() * rank_bits as usize / 8 + 8);
-    let mut groups: Vec<u8> = Vec::new();
     let (mut acc, mut nbits) = (0u64, 0u32);
     let mut prev: &[u8] = &[];
     // A prefix with many tokens is split into blocks by third byte, so the first lookup in
@@ -120,35 +134,27 @@ fn write_encoding(
     for (bytes, _) in &long {
         *per_prefix.entry([bytes[0], bytes[1]]).or_default() += 1;
     }
-    // (prefix, third byte or none, tokens, bytes, stream bytes) of the current block.
-    type Block = ([u8; 2], Option<u8>, u32, u32, u32);
-    let mut group: Option<Block> = None;
-    let flush = |groups: &mut Vec<u8>, g: Option<Block>| {
-        if let Some((prefix, third, count, bytes, stream)) = g {
-            let count = u16::try_from(count).expect("a group of fewer than 65536 tokens");
-            groups.extend_from_slice(&prefix);
-            groups.push(third.unwrap_or(0));
-            groups.push(u8::from(third.is_some()));
-            groups.extend_from_slice(&count.to_le_bytes());
-            groups.extend_from_slice(&bytes.to_le_bytes());
-            groups.extend_from_slice(&stream.to_le_bytes());
-        }
-    };
-    for (bytes, rank) in &long {
+    let mut blocks: Vec<Block> = Vec::new();
+    for (index, (bytes, rank)) in long.iter().enumerate() {
         let prefix = [bytes[0], bytes[1]];
         let third = (per_prefix[&prefix] > SPLIT_FROM).then_some(bytes[2]);
-        if group.map(|g| (g.0, g.1)) != Some((prefix, third)) {
-            flush(&mut groups, group);
-            group = Some((prefix, third, 0, 0, 0));
+        if blocks.last().map(|b| (b.prefix, b.third)) != Some((prefix, third)) {
+            blocks.push(Block {
+                prefix,
+                third,
+                count: 0,
+                pos: tok.len() as u32,
+                index: index as u32,
+                bytes: 0,
+            });
         }
         let shared = prev.iter().zip(bytes).take_while(|(a, b)| a == b).count();
         tok.push(shared as u8);
         tok.push((bytes.len() - shared) as u8);
         tok.extend_from_slice(&bytes[shared..]);
-        if let Some(g) = group.as_mut() {
-            g.2 += 1;
-            g.3 += bytes.len() as u32;
-            g.4 += 2 + (bytes.len() - shared) as u32;
+        if let Some(b) = blocks.last_mut() {
+            b.count += 1;
+            b.bytes += bytes.len() as u32;
         }
         prev = bytes;
         acc |= u64::from(*rank) << nbits;
@@ -159,26 +165,83 @@ fn write_encoding(
             nbits -= 8;
         }
     }
-    flush(&mut groups, group);
     if nbits > 0 {
         ranks.push(acc as u8);
     }
     // Padding so the reader may always load 4 bytes.
     ranks.extend_from_slice(&[0; 4]);
+
+    // Groups: the whole prefixes' first (their index fits a prefix entry), then the blocks of
+    // split prefixes, found through `<enc>.spl`.
+    let (whole, split): (Vec<&Block>, Vec<&Block>) = blocks.iter().partition(|b| b.third.is_none());
+    assert!(
+        whole.len() < SPLIT as usize && whole.len() + split.len() < usize::from(u16::MAX),
+        "{file}: too many groups for the prefix entry"
+    );
+    let mut entries: std::collections::BTreeMap<[u8; 2], u32> = Default::default();
+    for (bytes, rank) in tokens.iter().filter(|(t, _)| t.len() == 2) {
+        entries.insert([bytes[0], bytes[1]], *rank | (GROUP_NONE << PAIR_BITS));
+    }
+    let mut grp = Vec::with_capacity(GROUP_RECORD * blocks.len());
+    let mut spl: Vec<[u16; ROWS]> = Vec::new();
+    for (gi, b) in whole.iter().chain(&split).enumerate() {
+        assert!(
+            b.bytes < 1 << 21,
+            "{file}: a group's bytes exceed the 21-bit offsets"
+        );
+        let entry = entries
+            .entry(b.prefix)
+            .or_insert(PAIR_NONE | (GROUP_NONE << PAIR_BITS));
+        let pair = *entry & PAIR_NONE;
+        match b.third {
+            None => *entry = pair | ((gi as u32) << PAIR_BITS),
+            Some(third) => {
+                if *entry >> PAIR_BITS == GROUP_NONE {
+                    assert!(
+                        spl.len() < (SPLIT - 1) as usize,
+                        "{file}: too many split prefixes"
+                    );
+                    *entry = pair | ((SPLIT | spl.len() as u32) << PAIR_BITS);
+                    spl.push([u16::MAX; ROWS]);
+                }
+                let si = ((*entry >> PAIR_BITS) & !SPLIT) as usize;
+                spl[si][usize::from(third)] = gi as u16;
+            }
+        }
+        grp.extend_from_slice(&b.prefix);
+        grp.extend_from_slice(
+            &u16::try_from(b.count)
+                .expect("a group of fewer than 65536 tokens")
+                .to_le_bytes(),
+        );
+        grp.extend_from_slice(&b.pos.to_le_bytes());
+        grp.extend_from_slice(&b.index.to_le_bytes());
+        grp.extend_from_slice(&b.bytes.to_le_bytes());
+    }
+    let mut pre = Vec::with_capacity(4 * (ROWS + 1) + PREFIX_RECORD * entries.len());
+    let mut records = Vec::with_capacity(PREFIX_RECORD * entries.len());
+    let mut at = 0u32;
+    for b0 in 0..=255u8 {
+        pre.extend_from_slice(&at.to_le_bytes());
+        for (prefix, entry) in entries.range([b0, 0]..=[b0, 255]) {
+            assert_ne!(
+                *entry, 0,
+                "{file}: a prefix entry of 0 reads as a row not yet read"
+            );
+            records.push(prefix[1]);
+            records.extend_from_slice(&entry.to_le_bytes());
+            at += 1;
+        }
+    }
+    pre.extend_from_slice(&at.to_le_bytes());
+    pre.extend_from_slice(&records);
     std::fs::write(out.join(format!("{file}.tok")), &tok).expect("write tokens");
     std::fs::write(out.join(format!("{file}.rank")), &ranks).expect("write ranks");
     std::fs::write(out.join(format!("{file}.short")), &short).expect("write short tokens");
-    std::fs::write(out.join(format!("{file}.grp")), &groups).expect("write groups");
-    let _ = writeln!(
-        consts,
-        "pub(crate) const {name}_TOKENS: usize = {};",
-        long.len()
-    );
-    let long_bytes: usize = long.iter().map(|(b, _)| b.len()).sum();
-    let _ = writeln!(
-        consts,
-        "pub(crate) const {name}_BYTES: usize = {long_bytes};"
-    );
+    std::fs::write(out.join(format!("{file}.pre")), &pre).expect("write prefixes");
+    std::fs::write(out.join(format!("{file}.grp")), &grp).expect("write groups");
+    let spl: Vec<u8> = spl.iter().flatten().flat_map(|g| g.to_le_bytes()).collect();
+    std::fs::write(out.join(format!("{file}.spl")), &spl).expect("write splits");
     let _ = writeln!(
         consts,
         "pub(crate) const {name}_RANK_BITS: u32 = {rank_bits};"

@@ -20,6 +20,7 @@
 //! [`crate::count_tokens`] does.
 
 mod class;
+mod layout;
 mod split;
 mod vocab;
 
@@ -39,9 +40,9 @@ static O200K_SOURCE: Source = Source {
     tokens: include_bytes!(concat!(env!("OUT_DIR"), "/o200k.tok")),
     ranks: include_bytes!(concat!(env!("OUT_DIR"), "/o200k.rank")),
     short: include_bytes!(concat!(env!("OUT_DIR"), "/o200k.short")),
+    prefixes: include_bytes!(concat!(env!("OUT_DIR"), "/o200k.pre")),
     groups: include_bytes!(concat!(env!("OUT_DIR"), "/o200k.grp")),
-    count: generated::O200K_TOKENS,
-    bytes: generated::O200K_BYTES,
+    splits: include_bytes!(concat!(env!("OUT_DIR"), "/o200k.spl")),
     rank_bits: generated::O200K_RANK_BITS,
     digit_tokens: generated::O200K_DIGIT_TOKENS,
 };
@@ -51,9 +52,9 @@ static CL100K_SOURCE: Source = Source {
     tokens: include_bytes!(concat!(env!("OUT_DIR"), "/cl100k.tok")),
     ranks: include_bytes!(concat!(env!("OUT_DIR"), "/cl100k.rank")),
     short: include_bytes!(concat!(env!("OUT_DIR"), "/cl100k.short")),
+    prefixes: include_bytes!(concat!(env!("OUT_DIR"), "/cl100k.pre")),
     groups: include_bytes!(concat!(env!("OUT_DIR"), "/cl100k.grp")),
-    count: generated::CL100K_TOKENS,
-    bytes: generated::CL100K_BYTES,
+    splits: include_bytes!(concat!(env!("OUT_DIR"), "/cl100k.spl")),
     rank_bits: generated::CL100K_RANK_BITS,
     digit_tokens: generated::CL100K_DIGIT_TOKENS,
 };

@@ -1,15 +1,19 @@
 //! One encoding's vocabulary: the token bytes → rank lookup, and the rank merge.
 //!
-//! The generated tables (see `build.rs`) hold every token's bytes in sorted, front-coded form
-//! and its rank packed in a few bits, with a directory of each two-byte prefix's run of tokens.
-//! Loading reads the directory and the one- and two-byte tables; a prefix's tokens are decoded,
-//! and its small open-addressing table allocated and filled, when a key with that prefix is
-//! first looked up (see [`Vocab`]). Nothing is parsed from text and no per-token allocation
-//! is made.
+//! The generated tables (see `build.rs` and their layout in `layout.rs`) hold every token's
+//! bytes in sorted, front-coded form and its rank packed in a few bits, with a directory of
+//! each two-byte prefix's run of tokens. They are read in place: loading reads the ranks of the
+//! 256 bytes and allocates empty indices; a first byte's prefix entries are copied into the
+//! index, and a prefix's tokens decoded into its small open-addressing table, when a key
+//! that needs them is first looked up (see [`Vocab`]). Nothing is parsed from text and no
+//! per-token allocation is made.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
+
+use super::layout::{GROUP_NONE, GROUP_RECORD, PAIR_BITS, PAIR_NONE, PREFIX_RECORD, ROWS, SPLIT};
 
 /// No rank: the bytes are not a token.
 const NONE: u32 = u32::MAX;
@@ -55,13 +59,14 @@ const CHUNK_KEEP: usize = 15 * 1024;
 pub(crate) struct Source {
     pub(crate) tokens: &'static [u8],
     pub(crate) ranks: &'static [u8],
-    /// The ranks of the one- and two-byte tokens.
+    /// The ranks of the one-byte tokens.
     pub(crate) short: &'static [u8],
-    /// The directory of `tokens` by two-byte prefix.
+    /// The entry of each two-byte prefix, by first byte.
+    pub(crate) prefixes: &'static [u8],
+    /// The directory of `tokens` by two-byte prefix (and third byte, for split prefixes).
     pub(crate) groups: &'static [u8],
-    /// Tokens in `tokens` (three bytes or more), and their bytes.
-    pub(crate) count: usize,
-    pub(crate) bytes: usize,
+    /// The groups of each split prefix, by third byte.
+    pub(crate) splits: &'static [u8],
     pub(crate) rank_bits: u32,
     /// Whether every string of one to three ASCII digits is one token.
     pub(crate) digit_tokens: bool,
@@ -87,17 +92,9 @@ const TAG_BITS: u32 = 16;
 const RANK_MASK: u64 = (1 << RANK_BITS) - 1;
 
 /// Prefixes: one per first two bytes.
-const PREFIXES: usize = 1 << 16;
-/// A prefix's entry: the two-byte token's rank in the low `PAIR_BITS` bits (all ones for
-/// none), its group's index above them (all ones for none).
-const PAIR_BITS: u32 = RANK_BITS;
-const PAIR_NONE: u32 = (1 << PAIR_BITS) - 1;
-/// In a prefix entry's group field: the prefix is split, and the rest is its index in
-/// `splits`. All ones (split index `GROUP_INDEX_MAX`, never used) is no group.
-const SPLIT: u32 = 1 << (31 - PAIR_BITS);
-const GROUP_INDEX_MAX: usize = SPLIT as usize - 1;
-/// Bytes per record of the generated directory of groups (see `build.rs`).
-const RECORD: usize = 14;
+const PREFIXES: usize = ROWS * ROWS;
+/// A prefix entry whose first byte's row has not been read yet (no entry is 0).
+const UNREAD: u32 = 0;
 
 /// A loaded vocabulary.
 ///
@@ -106,10 +103,14 @@ const RECORD: usize = 14;
 /// and filled the first time a key with its prefix is looked up (under a `OnceLock`, so
 /// concurrent first lookups on the host are safe). A prefix of more than 512 tokens (such as
 /// ` t`, of thousands) is split by third byte into several groups, so a first lookup there
-/// decodes the tokens of ` th`, not of all ` t`. Loading only reads the generated directory
-/// of groups and the one- and two-byte tables. A short text touches a few dozen groups of
+/// decodes the tokens of ` th`, not of all ` t`. A short text touches a few dozen groups of
 /// thousands, so the first count costs a fraction of decoding everything; a long one ends up
 /// building all of them, one small table at a time, in cache.
+///
+/// The prefix index is filled the same way, a first byte at a time: loading allocates it
+/// zeroed ([`UNREAD`]) and reads nothing else but the ranks of the 256 bytes, so an encoding
+/// is ready in microseconds of native time (and little more in V8's baseline tier, which runs
+/// a module's first calls).
 ///
 /// A token of up to seven bytes lies whole in its slot (its five bytes after the prefix,
 /// its length and rank), so looking it up reads one slot and nothing else; most lookups,
@@ -117,16 +118,16 @@ const RECORD: usize = 14;
 #[derive(Debug)]
 pub(crate) struct Vocab {
     src: Source,
-    /// For each prefix `b0 << 8 | b1`, packed in a u32 ([`PAIR_BITS`]): the rank of the
-    /// two-byte token, and the index in `groups` of the longer tokens that start with it, or
-    /// with [`SPLIT`] the index in `splits` of the prefix's groups (all ones for none). One
-    /// small table, so a merge's pair lookups and its longer lookups share cache lines.
-    prefixes: Vec<u32>,
-    groups: Vec<Group>,
-    /// For each split prefix, the group of each third byte (`u16::MAX` for none).
-    splits: Vec<[u16; 256]>,
+    /// For each prefix `b0 << 8 | b1`: its entry (see `layout.rs`: the rank of the two-byte
+    /// token, and the group of the longer tokens that start with it, or the index in
+    /// `src.splits` of the prefix's groups), or [`UNREAD`] until a key starting with `b0` is
+    /// first looked up. One small table, so a merge's pair lookups and its longer lookups
+    /// share cache lines.
+    // NOTE: atomics so that two threads may fill a row at once (on the host); both store
+    // the same values, read from static tables. On wasm32 these are plain loads and stores.
+    prefixes: Box<[AtomicU32]>,
     /// Each group's table, once built.
-    tables: Vec<OnceLock<Table>>,
+    tables: Box<[OnceLock<Table>]>,
     /// The rank of every byte.
     singles: [u32; 256],
 }
@@ -239,6 +240,18 @@ fn home(h: u64, cap: usize) -> usize {
     (((h >> 32) * cap as u64) >> 32) as usize
 }
 
+/// The little-endian u32 at `at` in `bytes`.
+#[inline]
+fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
+    let w = bytes.get(at..at.checked_add(4)?)?;
+    Some(u32::from_le_bytes([
+        *w.first()?,
+        *w.get(1)?,
+        *w.get(2)?,
+        *w.get(3)?,
+    ]))
+}
+
 /// Reads the `index`-th `bits`-bit little-endian field of `packed`.
 #[inline]
 fn packed_field(packed: &[u8], index: usize, bits: u32) -> Option<u32> {
@@ -255,136 +268,90 @@ fn packed_field(packed: &[u8], index: usize, bits: u32) -> Option<u32> {
 }
 
 impl Vocab {
-    /// Reads the generated tables' layout. Fails only if they are inconsistent (a build
-    /// defect).
+    /// Checks the generated tables' sizes, reads the ranks of the 256 bytes and allocates the
+    /// (empty) indices. Fails only if the tables are inconsistent (a build defect).
     #[inline(never)]
     pub(crate) fn load(src: Source) -> Result<Vocab, String> {
         if src.rank_bits > RANK_BITS {
             return Err("tables exceed the index layout".into());
         }
         let bad = || String::from("token tables are corrupt");
-        let u32_at = |b: &[u8], at: usize| -> Option<u32> {
-            let w = b.get(at..at + 4)?;
-            Some(u32::from_le_bytes([
-                *w.first()?,
-                *w.get(1)?,
-                *w.get(2)?,
-                *w.get(3)?,
-            ]))
-        };
         let mut singles = [NONE; 256];
         for (b, r) in singles.iter_mut().enumerate() {
             *r = u32_at(src.short, 4 * b).ok_or_else(bad)?;
         }
-        let mut prefixes = vec![u32::MAX; PREFIXES];
-        for rec in src.short.get(1024..).ok_or_else(bad)?.chunks(6) {
-            let (Some(&b0), Some(&b1), Some(rank)) = (rec.first(), rec.get(1), u32_at(rec, 2))
-            else {
-                return Err(bad());
-            };
-            if rank >= PAIR_NONE {
-                return Err("tables exceed the index layout".into());
-            }
-            let entry = prefixes
-                .get_mut(usize::from(b0) << 8 | usize::from(b1))
-                .ok_or_else(bad)?;
-            *entry = (*entry & !PAIR_NONE) | rank;
-        }
-        // Whole prefixes' groups first, so their indices fit the prefix entry; the blocks of
-        // split prefixes after them, found through `splits`.
-        let mut groups: Vec<Group> = Vec::with_capacity(src.groups.len() / RECORD);
-        let mut blocks: Vec<Group> = Vec::new();
-        let mut splits: Vec<[u16; 256]> = Vec::new();
-        let (mut pos, mut index, mut total) = (0usize, 0usize, 0usize);
-        let mut last: Option<(usize, u8)> = None;
-        for rec in src.groups.chunks(RECORD) {
-            let (Some(&b0), Some(&b1), Some(&third), Some(&split), Some(&c0), Some(&c1)) = (
-                rec.first(),
-                rec.get(1),
-                rec.get(2),
-                rec.get(3),
-                rec.get(4),
-                rec.get(5),
-            ) else {
-                return Err(bad());
-            };
-            let (Some(bytes), Some(stream)) = (u32_at(rec, 6), u32_at(rec, 10)) else {
-                return Err(bad());
-            };
-            let prefix = usize::from(b0) << 8 | usize::from(b1);
-            let count = u32::from(u16::from_le_bytes([c0, c1]));
-            let split = split == 1;
-            if last.is_some_and(|l| l >= (prefix, third)) || count == 0 {
-                return Err(bad());
-            }
-            let same_prefix = last.is_some_and(|(p, _)| p == prefix);
-            last = Some((prefix, third));
-            if bytes >= 1 << OFFSET_BITS {
-                return Err("tables exceed the index layout".into());
-            }
-            let group = Group {
-                prefix: prefix as u16,
-                pos: pos as u32,
-                index: index as u32,
-                count,
-                bytes,
-            };
-            let entry = prefixes.get_mut(prefix).ok_or_else(bad)?;
-            if split {
-                if !same_prefix {
-                    if splits.len() >= GROUP_INDEX_MAX {
-                        return Err("tables exceed the index layout".into());
-                    }
-                    *entry = (*entry & PAIR_NONE) | ((SPLIT | splits.len() as u32) << PAIR_BITS);
-                    splits.push([u16::MAX; 256]);
-                }
-                let block = splits
-                    .last_mut()
-                    .and_then(|m| m.get_mut(usize::from(third)))
-                    .ok_or_else(bad)?;
-                *block = u16::try_from(blocks.len()).map_err(|_| bad())?;
-                blocks.push(group);
-            } else {
-                if same_prefix || groups.len() >= GROUP_INDEX_MAX {
-                    return Err(bad());
-                }
-                *entry = (*entry & PAIR_NONE) | ((groups.len() as u32) << PAIR_BITS);
-                groups.push(group);
-            }
-            pos += stream as usize;
-            index += count as usize;
-            total += bytes as usize;
-        }
-        // Blocks are numbered after the whole groups.
-        let whole = u16::try_from(groups.len()).map_err(|_| bad())?;
-        if groups.len() + blocks.len() >= usize::from(u16::MAX) {
-            return Err("tables exceed the index layout".into());
-        }
-        for block in splits.iter_mut().flatten().filter(|b| **b != u16::MAX) {
-            *block += whole;
-        }
-        groups.append(&mut blocks);
-        if pos != src.tokens.len() || index != src.count || total != src.bytes {
-            return Err(bad());
-        }
         if singles.contains(&NONE) {
             return Err("a byte has no token".into());
         }
+        let records = u32_at(src.prefixes, 4 * ROWS).ok_or_else(bad)? as usize;
+        let groups = src.groups.len() / GROUP_RECORD;
+        if src.prefixes.len() != 4 * (ROWS + 1) + PREFIX_RECORD * records
+            || src.groups.len() % GROUP_RECORD != 0
+            || src.splits.len() % (2 * ROWS) != 0
+            || groups >= usize::from(u16::MAX)
+        {
+            return Err(bad());
+        }
         Ok(Vocab {
             src,
-            prefixes,
-            tables: (0..groups.len()).map(|_| OnceLock::new()).collect(),
-            groups,
-            splits,
+            prefixes: (0..PREFIXES).map(|_| AtomicU32::new(UNREAD)).collect(),
+            tables: (0..groups).map(|_| OnceLock::new()).collect(),
             singles,
         })
+    }
+
+    /// Group `gi`'s record.
+    fn group(&self, gi: usize) -> Option<Group> {
+        let at = gi.checked_mul(GROUP_RECORD)?;
+        let rec = self.src.groups.get(at..at + GROUP_RECORD)?;
+        Some(Group {
+            prefix: u16::from_be_bytes([*rec.first()?, *rec.get(1)?]),
+            count: u32::from(u16::from_le_bytes([*rec.get(2)?, *rec.get(3)?])),
+            pos: u32_at(rec, 4)?,
+            index: u32_at(rec, 8)?,
+            bytes: u32_at(rec, 12)?,
+        })
+    }
+
+    /// The entry of prefix `b0 << 8 | b1` (`index`), reading the entries of first byte `b0`
+    /// into the index now (the first lookup of a key starting with `b0`).
+    #[cold]
+    #[inline(never)]
+    fn row_first_use(&self, b0: u8, index: usize) -> u32 {
+        let row = usize::from(b0);
+        let mut entries = [PAIR_NONE | (GROUP_NONE << PAIR_BITS); ROWS];
+        let (Some(from), Some(to)) = (
+            u32_at(self.src.prefixes, 4 * row),
+            u32_at(self.src.prefixes, 4 * (row + 1)),
+        ) else {
+            return NONE;
+        };
+        let base = 4 * (ROWS + 1);
+        for r in from as usize..to as usize {
+            let at = base + PREFIX_RECORD * r;
+            if let (Some(&b1), Some(entry)) =
+                (self.src.prefixes.get(at), u32_at(self.src.prefixes, at + 1))
+            {
+                if let Some(e) = entries.get_mut(usize::from(b1)) {
+                    *e = entry;
+                }
+            }
+        }
+        let start = row * ROWS;
+        for (cell, &entry) in self.prefixes.iter().skip(start).zip(&entries) {
+            cell.store(entry, Ordering::Relaxed);
+        }
+        entries
+            .get(index.wrapping_sub(start))
+            .copied()
+            .unwrap_or(NONE)
     }
 
     /// Decodes group `gi`'s tokens and builds its table. (On tables that do not add up,
     /// which `build.rs` never writes, it stops early: no panic.)
     #[inline(never)]
     fn build(&self, gi: usize) -> Table {
-        let group = self.groups.get(gi).copied().unwrap_or_default();
+        let group = self.group(gi).unwrap_or_default();
         let cap = group.count as usize * 2;
         let mut slots = vec![0u64; cap].into_boxed_slice();
         // NOTE: sized for all its tokens' bytes up front, so it is never reallocated.
@@ -478,9 +445,14 @@ impl Vocab {
                 let (Some(&b0), Some(&b1)) = (bytes.get(from), bytes.get(from + 1)) else {
                     return NONE;
                 };
-                let Some(&entry) = self.prefixes.get(usize::from(b0) << 8 | usize::from(b1)) else {
+                let index = usize::from(b0) << 8 | usize::from(b1);
+                let Some(cell) = self.prefixes.get(index) else {
                     return NONE;
                 };
+                let mut entry = cell.load(Ordering::Relaxed);
+                if entry == UNREAD {
+                    entry = self.row_first_use(b0, index);
+                }
                 if len == 2 {
                     match entry & PAIR_NONE {
                         PAIR_NONE => NONE,
@@ -493,10 +465,11 @@ impl Vocab {
                     } else {
                         // A split prefix: its block by third byte (a key here has one).
                         let third = usize::from(bytes.get(from + 2).copied().unwrap_or(0));
-                        self.splits
-                            .get((group & !SPLIT) as usize)
-                            .and_then(|blocks| blocks.get(third))
-                            .map_or(usize::MAX, |&b| usize::from(b))
+                        let at = 2 * (((group & !SPLIT) as usize) * ROWS + third);
+                        match self.src.splits.get(at..at + 2) {
+                            Some(&[lo, hi]) => usize::from(u16::from_le_bytes([lo, hi])),
+                            _ => usize::MAX,
+                        }
                     };
                     self.rank_long(bytes, from, len, gi)
                 }
@@ -1176,7 +1149,8 @@ mod tests {
         for encoding in crate::count::Encoding::ALL {
             let vocab = loaded(encoding);
             let (mut used, mut slots, mut longest) = (0usize, 0usize, 0usize);
-            for (gi, group) in vocab.groups.iter().enumerate() {
+            for gi in 0..vocab.tables.len() {
+                let group = vocab.group(gi).unwrap();
                 let table = vocab.tables[gi].get_or_init(|| vocab.build(gi));
                 let mut run = 0usize;
                 // Twice round, so a run that wraps is counted whole.
@@ -1222,6 +1196,31 @@ mod tests {
                 longer.push(0xff);
                 assert_ne!(vocab.rank(&longer), Some(rank));
             }
+        }
+    }
+
+    /// Loading reads nothing but the bytes' ranks: a lookup reads its first byte's prefix
+    /// entries and its group's tokens, and nothing else.
+    #[test]
+    fn tables_are_read_on_first_use() {
+        for encoding in crate::count::Encoding::ALL {
+            let src = super::super::source(encoding).unwrap();
+            let vocab = Vocab::load(src).unwrap();
+            let unread = |v: &Vocab| {
+                v.prefixes
+                    .iter()
+                    .filter(|e| e.load(Ordering::Relaxed) == UNREAD)
+                    .count()
+            };
+            let built = |v: &Vocab| v.tables.iter().filter(|t| t.get().is_some()).count();
+            assert_eq!(unread(&vocab), PREFIXES, "{encoding}");
+            assert_eq!(built(&vocab), 0, "{encoding}");
+            assert_eq!(vocab.rank(b"hello"), loaded(encoding).rank(b"hello"));
+            assert_eq!(unread(&vocab), PREFIXES - ROWS, "{encoding}: one row read");
+            assert_eq!(built(&vocab), 1, "{encoding}: one group built");
+            assert_eq!(vocab.rank(b"he"), loaded(encoding).rank(b"he"));
+            assert_eq!(vocab.rank(b"h"), loaded(encoding).rank(b"h"));
+            assert_eq!((unread(&vocab), built(&vocab)), (PREFIXES - ROWS, 1));
         }
     }
 

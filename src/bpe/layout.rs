@@ -1,0 +1,35 @@
+// The layout of the generated vocabulary tables, shared by build.rs (which writes them) and
+// src/bpe/vocab.rs (which reads them in place): one definition, so the two cannot drift apart.
+//
+// - `<enc>.short`: the rank of each byte, 256 little-endian u32.
+// - `<enc>.pre`: the prefix entries by first byte. `ROWS + 1` little-endian u32, where row `b0`'s
+//   records are `[start[b0], start[b0 + 1])`; then the records, `PREFIX_RECORD` bytes each: the
+//   second byte, then the prefix's entry (little-endian u32, see below). Only prefixes with a
+//   two-byte token or longer tokens have a record.
+// - `<enc>.grp`: one `GROUP_RECORD`-byte record per group (the tokens of three bytes or more of
+//   one prefix, or of one prefix and third byte when the prefix is split): the prefix (2
+//   bytes, first byte first), the number of tokens (u16), where its first token starts in
+//   `<enc>.tok` (u32), that token's index (u32), the total bytes of its tokens (u32), all
+//   little-endian. The groups of whole prefixes come first, then the blocks of split prefixes.
+// - `<enc>.spl`: for each split prefix, `ROWS` little-endian u16: the group of each third
+//   byte (`u16::MAX` for none).
+//
+// A prefix entry holds the two-byte token's rank in its low `PAIR_BITS` bits (all ones for
+// none) and above them its group: a group index, or `SPLIT` plus its index in `<enc>.spl`, or
+// all ones for none. A two-byte token's rank is at least 256, so no entry is 0.
+
+/// Bytes per row: first (and second, third) bytes.
+pub(crate) const ROWS: usize = 256;
+/// Bits of a prefix entry that hold the two-byte token's rank.
+pub(crate) const PAIR_BITS: u32 = 18;
+/// No two-byte token.
+pub(crate) const PAIR_NONE: u32 = (1 << PAIR_BITS) - 1;
+/// In a prefix entry's group field: the prefix is split, and the rest is its index in
+/// `<enc>.spl`.
+pub(crate) const SPLIT: u32 = 1 << (31 - PAIR_BITS);
+/// No group (as a whole group or split index: never a real one).
+pub(crate) const GROUP_NONE: u32 = (1 << (32 - PAIR_BITS)) - 1;
+/// Bytes per record of `<enc>.pre`.
+pub(crate) const PREFIX_RECORD: usize = 5;
+/// Bytes per record of `<enc>.grp`.
+pub(crate) const GROUP_RECORD: usize = 16;
