@@ -5,6 +5,8 @@
 //
 // Reports go to the parent over IPC: { type: "rep", ... } after each timed repetition (so a
 // run killed at its time limit still has its finished repetitions), then { type: "done", ... }.
+// A throughput task with `turns: true` takes turns with other peers' children: before each
+// repetition it sends { type: "turn" } and waits for { type: "go" } (see run.mjs).
 import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 
@@ -57,6 +59,27 @@ function memory() {
 /** Sends a report to the parent, or prints it when run by hand (no IPC channel). */
 const send = (message) =>
   process.send ? new Promise((resolve) => process.send(message, resolve)) : console.log(JSON.stringify(message));
+
+/** "go" messages from the parent not yet taken, and a waiter for the next one. */
+let goes = 0;
+let wake = null;
+process.on("message", (m) => {
+  if (m?.type !== "go") return;
+  goes++;
+  wake?.();
+});
+
+/**
+ * With `task.turns`, asks for this child's next turn and waits until it is given, so that
+ * only one peer counts at any moment; otherwise returns at once.
+ */
+async function turn(task) {
+  if (!task.turns || !process.send) return;
+  await send({ type: "turn" });
+  while (goes === 0) await new Promise((resolve) => (wake = resolve));
+  wake = null;
+  goes--;
+}
 
 /**
  * First call after import: from before `import()` to the end of the first count of a short
@@ -127,6 +150,7 @@ async function throughput(task) {
       counter.reset?.();
       globalThis.gc?.();
       const bytes = slice.texts.reduce((n, t) => n + utf8Bytes(t), 0);
+      await turn(task);
       await send({ type: "start", cls: job.cls, index, bytes });
       const counts = new Array(slice.texts.length);
       const start = performance.now();
@@ -163,6 +187,7 @@ async function viaCountMessages(task, counter) {
   for (let index = 0; index <= task.reps; index++) {
     if (typeof clearCache === "function") clearCache();
     globalThis.gc?.();
+    await turn(task);
     await send({ type: "start", cls, index, bytes });
     const start = performance.now();
     const result = countMessages(chat, { encoding: task.encoding });

@@ -79,66 +79,117 @@ const clock = () => `[${((performance.now() - startedAt) / 1000).toFixed(0).padS
  * killed after `timeoutMs`; the repetitions it finished are kept and `timedOut` is set.
  */
 function runChild(task, timeoutMs) {
-  return new Promise((resolve) => {
-    const child = fork(join(here, "child.mjs"), [JSON.stringify(task)], {
-      execArgv: ["--expose-gc"],
-      serialization: "advanced",
-      stdio: ["ignore", "inherit", "inherit", "ipc"],
-    });
-    const out = { task, reps: [], result: null, error: null, timedOut: false };
-    const timer = setTimeout(() => {
-      out.timedOut = true;
-      // The unfinished repetition's speed is below its bytes / the time spent on it so far.
-      if (out.current) out.timeoutBound = out.current.bytes / 1e6 / ((performance.now() - out.current.at) / 1e3);
-      child.kill("SIGKILL");
-    }, timeoutMs);
-    child.on("message", (m) => {
-      if (m.type === "start") out.current = { cls: m.cls, bytes: m.bytes, at: performance.now() };
-      else if (m.type === "rep") out.reps.push(m);
-      else if (m.type === "done") out.result = m.result;
-      else if (m.type === "error") out.error = m.message;
-    });
+  return startChild(task, timeoutMs).done;
+}
+
+/**
+ * Starts a child (see {@link runChild}); `done` settles when it exits. For a task with
+ * `turns`, `asked()` resolves once the child has asked for a turn (or has exited) and `go()`
+ * gives it the turn it asked for.
+ */
+function startChild(task, timeoutMs) {
+  const child = fork(join(here, "child.mjs"), [JSON.stringify(task)], {
+    execArgv: ["--expose-gc"],
+    serialization: "advanced",
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
+  const out = { task, reps: [], result: null, error: null, timedOut: false };
+  let asks = 0;
+  let exited = false;
+  let wake = null;
+  const timer = setTimeout(() => {
+    out.timedOut = true;
+    // The unfinished repetition's speed is below its bytes / the time spent on it so far.
+    if (out.current) out.timeoutBound = out.current.bytes / 1e6 / ((performance.now() - out.current.at) / 1e3);
+    child.kill("SIGKILL");
+  }, timeoutMs);
+  child.on("message", (m) => {
+    if (m.type === "start") out.current = { cls: m.cls, bytes: m.bytes, at: performance.now() };
+    else if (m.type === "rep") out.reps.push(m);
+    else if (m.type === "done") out.result = m.result;
+    else if (m.type === "error") out.error = m.message;
+    else if (m.type === "turn") asks++;
+    wake?.();
+  });
+  const done = new Promise((resolve) => {
     child.on("exit", (code, signal) => {
       clearTimeout(timer);
       if (!out.result && !out.error && !out.timedOut) out.error = `child exited with ${signal ?? code}`;
+      exited = true;
+      wake?.();
       resolve(out);
     });
   });
+  const asked = async () => {
+    while (asks === 0 && !exited) await new Promise((resolve) => (wake = resolve));
+    return asks > 0;
+  };
+  const go = () => {
+    asks--;
+    child.send({ type: "go" });
+  };
+  return { done, asked, go };
+}
+
+/**
+ * Runs `tasks` (one per peer) in children that take turns: each repetition of each class is
+ * counted by every peer in turn, one child counting at a time, so a slow spell of a shared
+ * machine falls on all peers alike and their ratios hold. The children load their peers at
+ * the same time, untimed.
+ */
+async function runInTurns(tasks, timeoutMs) {
+  const children = tasks.map((task) => startChild({ ...task, turns: true }, timeoutMs * tasks.length));
+  let live = children;
+  while (live.length > 0) {
+    const next = [];
+    for (const c of live) {
+      if (!(await c.asked())) continue;
+      c.go();
+      // Its turn ends when it asks for the next one (or exits).
+      await c.asked();
+      next.push(c);
+    }
+    live = next;
+  }
+  return Promise.all(children.map((c) => c.done));
 }
 
 /**
  * First call after import, `config.firstCallRuns` fresh processes per (peer, encoding); with
- * context-keeper, its subpath entries too (each with only its own encoding).
+ * context-keeper, its subpath entries too (each with only its own encoding). The processes run
+ * one at a time, round by round (every peer's first process, then every peer's second, ...),
+ * so a slow spell of the machine falls on all peers alike.
  */
 async function measureFirstCalls() {
-  const out = [];
   const entries = peers.includes("context-keeper") ? Object.keys(ENTRY_PEERS) : [];
+  const cases = [];
   for (const peer of [...exactPeers, ...estimators, ...entries]) {
     const own = ENTRY_PEERS[peer]; // a subpath entry's encodings: it cannot load the other
     const encodings = own ? own.filter((e) => isEstimator(peer) || config.encodings.includes(e))
       : isEstimator(peer) ? ["o200k_base"] : config.encodings;
     for (const encoding of encodings) {
       const otherEncoding = isEstimator(peer) || own ? null : ENCODINGS.find((e) => e !== encoding);
-      const runs = [];
-      for (let i = 0; i < config.firstCallRuns; i++) {
-        runs.push(await runChild({ mode: "first", peer, encoding, otherEncoding }, 60_000));
-      }
-      const ok = runs.filter((r) => r.result);
-      const result = {
-        peer, encoding,
-        firstMs: median(ok.map((r) => r.result.firstMs)),
-        importMs: median(ok.map((r) => r.result.importMs)),
-        countMs: median(ok.map((r) => r.result.countMs)),
-        runsMs: ok.map((r) => r.result.firstMs),
-        afterFirst: ok.at(-1)?.result.afterFirst ?? null,
-        afterBoth: ok.at(-1)?.result.afterBoth ?? null,
-        error: runs.find((r) => r.error)?.error ?? null,
-      };
-      log(`${clock()} first call  ${peer.padEnd(28)} ${encoding}  ${result.firstMs?.toFixed(1)} ms (import ${result.importMs?.toFixed(1)} + count ${result.countMs?.toFixed(1)})${result.error ? `  ERROR ${result.error}` : ""}`);
-      out.push(result);
+      cases.push({ task: { mode: "first", peer, encoding, otherEncoding }, runs: [] });
     }
   }
-  return out;
+  for (let i = 0; i < config.firstCallRuns; i++) {
+    for (const c of cases) c.runs.push(await runChild(c.task, 60_000));
+  }
+  return cases.map(({ task: { peer, encoding }, runs }) => {
+    const ok = runs.filter((r) => r.result);
+    const result = {
+      peer, encoding,
+      firstMs: median(ok.map((r) => r.result.firstMs)),
+      importMs: median(ok.map((r) => r.result.importMs)),
+      countMs: median(ok.map((r) => r.result.countMs)),
+      runsMs: ok.map((r) => r.result.firstMs),
+      afterFirst: ok.at(-1)?.result.afterFirst ?? null,
+      afterBoth: ok.at(-1)?.result.afterBoth ?? null,
+      error: runs.find((r) => r.error)?.error ?? null,
+    };
+    log(`${clock()} first call  ${peer.padEnd(28)} ${encoding}  ${result.firstMs?.toFixed(1)} ms (import ${result.importMs?.toFixed(1)} + count ${result.countMs?.toFixed(1)})${result.error ? `  ERROR ${result.error}` : ""}`);
+    return result;
+  });
 }
 
 /** What a child needs to count one class: its cache file and slice size, or a generated size. */
@@ -156,6 +207,19 @@ function job(cls) {
  */
 async function runJobs(peer, encoding, jobs, timeoutMs) {
   const child = await runChild({ mode: "throughput", peer, encoding, reps: config.reps, jobs }, timeoutMs);
+  return splitRuns(child, jobs, timeoutMs);
+}
+
+/** As {@link runJobs} for several peers at once, taking turns ({@link runInTurns}). */
+async function runJobsInTurns(peers, encoding, jobs, timeoutMs) {
+  const tasks = peers.map((peer) => ({ mode: "throughput", peer, encoding, reps: config.reps, jobs }));
+  const children = await runInTurns(tasks, timeoutMs);
+  return children.flatMap((child) => splitRuns(child, jobs, timeoutMs));
+}
+
+/** One child's reports, as one run per class. */
+function splitRuns(child, jobs, timeoutMs) {
+  const { peer, encoding } = child.task;
   // A child may report classes of its own (e.g. "conversation/countMessages").
   const reported = child.reps.map((r) => r.cls).filter((c) => !jobs.some((j) => j.cls === c));
   return [...jobs.map((j) => j.cls), ...new Set(reported)].map((cls) => {
@@ -176,18 +240,18 @@ async function runJobs(peer, encoding, jobs, timeoutMs) {
 
 /**
  * Throughput and per-message counts. Each exact peer counts the text classes and the
- * conversation in one child per encoding, and each pathological class in a child of its own
- * (killed at a time limit: naive BPE is quadratic in a piece's length). Estimators count
- * everything in one child.
+ * conversation in one child per encoding, the peers' children taking turns repetition by
+ * repetition; each pathological class runs in a child of its own (killed at a time limit:
+ * naive BPE is quadratic in a piece's length). Estimators count everything in one child.
  */
 async function measureThroughput() {
   const runs = [];
   const textJobs = classes.filter((c) => !PATHOLOGICAL_CLASSES.includes(c)).map(job);
   const pathologicalJobs = classes.filter((c) => PATHOLOGICAL_CLASSES.includes(c)).map(job);
   for (const encoding of config.encodings) {
+    if (textJobs.length > 0) runs.push(...await runJobsInTurns(exactPeers, encoding, textJobs, config.timeoutMs));
+    if (encoding !== "o200k_base") continue;
     for (const peer of exactPeers) {
-      if (textJobs.length > 0) runs.push(...await runJobs(peer, encoding, textJobs, config.timeoutMs));
-      if (encoding !== "o200k_base") continue;
       // --quick counts short runs, all in one child; a full run gives each its own time limit.
       const groups = config.groupPathological ? [pathologicalJobs] : pathologicalJobs.map((j) => [j]);
       for (const g of groups.filter((x) => x.length > 0)) runs.push(...await runJobs(peer, encoding, g, config.pathologicalTimeoutMs));
