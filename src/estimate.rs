@@ -643,8 +643,8 @@ const fn fixed_weights() -> [i64; FEATURES] {
 
 // Indexing is checked at compile time here: the table is built by const evaluation.
 #[allow(clippy::indexing_slicing)]
-const fn cell_weights() -> [i64; CELLS] {
-    let mut t = [0; CELLS];
+const fn cell_weights() -> [i64; 2 * CELLS] {
+    let mut t = [0; 2 * CELLS];
     let mut i = 0;
     while i < CELLS {
         let (event, len) = ((i >> 5) as u8, (i & 31) as i64);
@@ -658,6 +658,8 @@ const fn cell_weights() -> [i64; CELLS] {
             }
             t[i] = fixed(w);
         }
+        // The same cell with a rare letter pair ([`RARE_PAIRS`]) at its last byte.
+        t[CELLS + i] = t[i].wrapping_add(fixed(WEIGHTS[RARE_PAIRS]));
         i += 1;
     }
     t
@@ -693,8 +695,14 @@ struct Tables {
     /// `prev` (its row of `cell` is 32 times that).
     event: [u8; 4096],
     /// The weight of each cell in fixed point: what one run of that cell adds to the estimate.
-    /// Cells of no event and of length 0 weigh 0.
-    cell: [i64; CELLS],
+    /// Cells of no event and of length 0 weigh 0. The fast path adds [`CELLS`] to a cell for
+    /// a rare letter pair: those cells weigh one [`RARE_PAIRS`] more.
+    cell: [i64; 2 * CELLS],
+    /// For each ASCII byte `b` after fast-path state `s` (at `b << 6 | s`), the state after it.
+    fast_next: [u8; FAST],
+    /// Likewise, the event ending at the byte before (low four bits, as in `event`) and
+    /// whether the letter pair is rare (bit 4).
+    fast_event: [u8; FAST],
 }
 
 static TABLES: Tables = Tables {
@@ -702,11 +710,101 @@ static TABLES: Tables = Tables {
     rare_after: rare_after(),
     event: event_table(),
     cell: cell_weights(),
+    fast_next: fast_table(true),
+    fast_event: fast_table(false),
 };
+
+// The states of the fast path ([`ascii_run`]), which reads ASCII bytes without a class lookup:
+// the class of the last byte, whether a space came before it when it is punctuation (the one
+// case in which `event` looks back that far), and the letter itself when it is one (for
+// [`RARE`]).
+
+const F_EDGE: u8 = 0;
+const F_DIGIT: u8 = 1;
+const F_SPACE: u8 = 2;
+const F_NEWLINE: u8 = 3;
+const F_PUNCT: u8 = 4;
+const F_SPACED_PUNCT: u8 = 5;
+/// `a` to `z` are the states from `F_SMALL + 1`, `A` to `Z` those from `F_CAPITAL + 1`.
+const F_SMALL: u8 = 5;
+const F_CAPITAL: u8 = F_SMALL + 26;
+/// The size of the fast path's tables: 128 bytes by 64 states (58 used).
+const FAST: usize = 128 * 64;
+
+/// The state after ASCII byte `b` when a byte of class `prev` came before it.
+const fn fast_after(prev: u8, b: u8) -> u8 {
+    match b {
+        b'a'..=b'z' => F_SMALL + (b & 31),
+        b'A'..=b'Z' => F_CAPITAL + (b & 31),
+        b'0'..=b'9' => F_DIGIT,
+        b' ' | b'\t' | 0x0b | 0x0c => F_SPACE,
+        b'\n' | b'\r' => F_NEWLINE,
+        _ if prev == C_SPACE => F_SPACED_PUNCT,
+        _ => F_PUNCT,
+    }
+}
+
+/// The letter of a letter state, 0 for the others.
+const fn fast_letter(s: u8) -> u8 {
+    if s > F_SMALL && s <= F_SMALL + 26 {
+        b'a' - 1 + (s - F_SMALL)
+    } else if s > F_CAPITAL && s <= F_CAPITAL + 26 {
+        b'A' - 1 + (s - F_CAPITAL)
+    } else {
+        0
+    }
+}
+
+/// The classes of the last two bytes (`before << 4 | prev`, as in `State::classes`) that
+/// state `s` stands for: the same events follow from them.
+const fn fast_classes(s: u8) -> usize {
+    let (before, prev) = match s {
+        F_EDGE => (C_EDGE, C_EDGE),
+        F_DIGIT => (C_DIGIT, C_DIGIT),
+        F_SPACE => (C_SPACE, C_SPACE),
+        F_NEWLINE => (C_NEWLINE, C_NEWLINE),
+        F_SPACED_PUNCT => (C_SPACE, C_PUNCT),
+        _ => match fast_letter(s) {
+            b'a' | b'i' | b'o' | b'u' => (C_VOWEL, C_VOWEL),
+            b'a'..=b'z' => (C_LOWER, C_LOWER),
+            b'A'..=b'Z' => (C_UPPER, C_UPPER),
+            _ => (C_PUNCT, C_PUNCT),
+        },
+    };
+    (before as usize) << 4 | prev as usize
+}
+
+/// The fast path's table of next states (`next`), or of events and rare pairs.
+// Indexing is checked at compile time here: the table is built by const evaluation.
+#[allow(clippy::indexing_slicing)]
+const fn fast_table(next: bool) -> [u8; FAST] {
+    let class = class_table();
+    let rare = rare_after();
+    let mut t = [0; FAST];
+    let mut s = 0;
+    while s <= F_CAPITAL + 26 {
+        let classes = fast_classes(s);
+        let (before, prev) = ((classes >> 4) as u8, (classes & 15) as u8);
+        let mut b = 0;
+        while b < 128 {
+            let c = class[b];
+            t[b << 6 | s as usize] = if next {
+                fast_after(prev, b as u8)
+            } else {
+                let pair = (rare[fast_letter(s) as usize] >> (c >> 3)) & 1;
+                event(before, prev, c & 7) | (pair as u8) << 4
+            };
+            b += 1;
+        }
+        s += 1;
+    }
+    t
+}
 
 /// Where the counters go: the estimate adds weights as it goes, [`features`] keeps counts.
 trait Sink {
-    /// A run ended (or not, `cell` of event 0): one byte or character passed.
+    /// A run ended (or not, `cell` of event 0): one byte or character passed; from
+    /// [`CELLS`] on, with a rare letter pair ([`RARE_PAIRS`]).
     fn cell(&mut self, cell: usize);
     /// Takes back a [`Sink::cell`].
     fn uncell(&mut self, cell: usize);
@@ -748,7 +846,10 @@ struct Counts<'a> {
 impl Sink for Counts<'_> {
     #[inline(always)]
     fn cell(&mut self, cell: usize) {
-        if let Some(x) = self.cells.get_mut(cell) {
+        if cell >= CELLS {
+            self.add(RARE_PAIRS, 1);
+        }
+        if let Some(x) = self.cells.get_mut(cell % CELLS) {
             *x = x.wrapping_add(1);
         }
     }
@@ -797,8 +898,8 @@ struct State {
     classes: usize,
     /// Characters in the current run so far.
     len: usize,
-    /// `TABLES.rare_after` of the previous byte.
-    rare_row: u32,
+    /// The previous byte if it is ASCII, else 0 (for [`RARE`]: `TABLES.rare_after` of it).
+    last: u8,
     /// Rare letter pairs seen.
     rare: u64,
     /// Whether the current word holds a letter outside ASCII, how many, and the script of the
@@ -814,9 +915,10 @@ fn step(st: &mut State, sink: &mut impl Sink, class: u8) -> bool {
     st.classes = (st.classes << 4 | usize::from(class)) & 0xfff;
     let row = usize::from(TABLES.event.get(st.classes).copied().unwrap_or(0) & 15) << 5;
     // NOTE: `len & 31`, not `len.min(31)`: a long run lands in the wrong cell, which the
-    // (rare, so well predicted) branch below takes back.
+    // (rare, so well predicted) branch below takes back. A long run that goes on (row 0)
+    // landed in a cell that weighs nothing.
     sink.cell(row | (st.len & 31));
-    if st.len >= LONG_RUN {
+    if st.len >= LONG_RUN && row != 0 {
         long(sink, row, st.len);
     }
     let ended = row != 0;
@@ -824,24 +926,81 @@ fn step(st: &mut State, sink: &mut impl Sink, class: u8) -> bool {
     ended
 }
 
+/// `TABLES.rare_after` of byte `b`.
+#[inline(always)]
+fn rare_row(b: u8) -> u32 {
+    TABLES.rare_after.get(usize::from(b)).copied().unwrap_or(0)
+}
+
 /// One ASCII byte, with no word holding letters outside ASCII open.
 #[inline(always)]
 fn ascii_step(st: &mut State, sink: &mut impl Sink, b: u8) {
     let c = TABLES.class.get(usize::from(b)).copied().unwrap_or(C_PUNCT);
-    st.rare += u64::from((st.rare_row >> (c >> 3)) & 1);
-    st.rare_row = TABLES.rare_after.get(usize::from(b)).copied().unwrap_or(0);
+    st.rare += u64::from((rare_row(st.last) >> (c >> 3)) & 1);
+    st.last = b;
     step(st, sink, c & 7);
+}
+
+/// [`ascii_step`] over `bytes`, out of the hot loop: the bytes of a block where a run may
+/// reach [`LONG_RUN`], and the ASCII bytes at the end of the text.
+///
+// NOTE: a call inside the hot loop, even one never taken, makes V8's optimizing compiler
+// (TurboFan) keep the loop's state on the stack around it: that made the wasm build several
+// times slower than native code. Here the call sits on a branch that passes the state by
+// value, and the loop itself holds no call.
+#[inline(never)]
+fn ascii_bytes<S: Sink>(mut st: State, mut sink: S, bytes: &[u8]) -> (State, S) {
+    for &b in bytes {
+        ascii_step(&mut st, &mut sink, b);
+    }
+    (st, sink)
+}
+
+/// The fast-path state of the scanner's state, if it has one: not inside a word holding letters
+/// outside ASCII, and with an ASCII byte (or the start of the text) last.
+#[inline(always)]
+fn fast_state(st: &State) -> Option<usize> {
+    let (prev, last) = (((st.classes >> 4) & 15) as u8, (st.classes & 15) as u8);
+    let s = match last {
+        C_EDGE if prev == C_EDGE => F_EDGE,
+        C_DIGIT => F_DIGIT,
+        C_SPACE => F_SPACE,
+        C_NEWLINE => F_NEWLINE,
+        C_PUNCT if prev == C_SPACE => F_SPACED_PUNCT,
+        C_PUNCT => F_PUNCT,
+        C_LOWER | C_VOWEL | C_UPPER
+            if TABLES.class.get(usize::from(st.last)).map(|c| c & 7) == Some(last) =>
+        {
+            fast_after(C_EDGE, st.last)
+        }
+        _ => return None,
+    };
+    Some(usize::from(s))
+}
+
+/// Leaves fast-path state `s` for the scanner's state.
+#[inline(always)]
+fn leave_fast(st: &mut State, s: usize, len: usize) {
+    let s = (s & 63) as u8;
+    st.classes = fast_classes(s);
+    st.last = fast_letter(s);
+    st.len = len;
 }
 
 /// Takes the ASCII bytes at the start of `bytes` (with no word holding letters outside ASCII
 /// open), eight at a time; returns how many it took.
 ///
-// NOTE: no branch depends on the text here but the (rare) long-run one: a mispredicted branch
-// costs as much as the whole work of several bytes. The state and the sink come in by value so
-// that they stay in registers.
+// NOTE: no branch depends on the text here but two rare ones per block of eight (a byte
+// outside ASCII, a run that may grow long): a mispredicted branch costs as much as the whole
+// work of several bytes. The state and the sink come in by value so that they stay in
+// registers.
 #[inline(always)]
 fn ascii_run<S: Sink>(mut st: State, mut sink: S, bytes: &[u8]) -> (State, S, usize) {
     const HIGH: u64 = 0x8080_8080_8080_8080;
+    let Some(mut s) = fast_state(&st) else {
+        return (st, sink, 0);
+    };
+    let mut len = st.len;
     let mut done = 0;
     let mut chunks = bytes.chunks_exact(8);
     for chunk in &mut chunks {
@@ -852,24 +1011,35 @@ fn ascii_run<S: Sink>(mut st: State, mut sink: S, bytes: &[u8]) -> (State, S, us
         if high != 0 {
             // The ASCII bytes before the first that is not.
             let ascii = (high.trailing_zeros() / 8) as usize;
-            for &b in block.iter().take(ascii) {
-                ascii_step(&mut st, &mut sink, b);
-            }
+            leave_fast(&mut st, s, len);
+            (st, sink) = ascii_bytes(st, sink, block.get(..ascii).unwrap_or_default());
             return (st, sink, done + ascii);
         }
-        for &b in block {
-            ascii_step(&mut st, &mut sink, b);
-        }
         done += 8;
-    }
-    for &b in chunks.remainder() {
-        if b >= 0x80 {
-            break;
+        if len > LONG_RUN - block.len() {
+            // A run may reach LONG_RUN inside this block.
+            leave_fast(&mut st, s, len);
+            (st, sink) = ascii_bytes(st, sink, block);
+            let Some(next) = fast_state(&st) else {
+                return (st, sink, done);
+            };
+            (s, len) = (next, st.len);
+            continue;
         }
-        ascii_step(&mut st, &mut sink, b);
-        done += 1;
+        for &b in block {
+            let i = usize::from(b & 0x7f) << 6 | s;
+            s = usize::from(TABLES.fast_next.get(i).copied().unwrap_or(0));
+            // The event and the rare pair bit: a cell from 0 to 2 * CELLS - 1.
+            let e = usize::from(TABLES.fast_event.get(i).copied().unwrap_or(0) & 31);
+            sink.cell(e << 5 | (len & 31));
+            len = if e & 15 != 0 { 1 } else { len + 1 };
+        }
     }
-    (st, sink, done)
+    leave_fast(&mut st, s, len);
+    let rest = chunks.remainder();
+    let ascii = rest.iter().take_while(|&&b| b < 0x80).count();
+    (st, sink) = ascii_bytes(st, sink, rest.get(..ascii).unwrap_or_default());
+    (st, sink, done + ascii)
 }
 
 /// Decodes the character starting at a byte from 0x80 on: its code point and UTF-8 length.
@@ -919,12 +1089,8 @@ fn char_step(st: &mut State, sink: &mut impl Sink, b: &[u8]) -> usize {
             .get(usize::from(lead))
             .copied()
             .unwrap_or(C_PUNCT);
-        st.rare += u64::from((st.rare_row >> (c >> 3)) & 1);
-        st.rare_row = TABLES
-            .rare_after
-            .get(usize::from(lead))
-            .copied()
-            .unwrap_or(0);
+        st.rare += u64::from((rare_row(st.last) >> (c >> 3)) & 1);
+        st.last = lead;
         let mut class = c & 7;
         // Inside a word holding letters outside ASCII, ASCII letters count with them.
         if st.wide && is_letter(class) {
@@ -940,7 +1106,7 @@ fn char_step(st: &mut State, sink: &mut impl Sink, b: &[u8]) -> usize {
         }
         (class, 1, u32::from(lead))
     } else {
-        st.rare_row = 0;
+        st.last = 0;
         let (cp, len) = decode(b, lead);
         let class = match wide_kind(cp) {
             Kind::Lower => C_WIDE_LOWER,
@@ -986,7 +1152,7 @@ fn scan<S: Sink>(text: &[u8], mut sink: S) -> S {
     let mut st = State {
         classes: usize::from(C_EDGE) << 4 | usize::from(C_EDGE),
         len: 0,
-        rare_row: 0,
+        last: 0,
         rare: 0,
         wide: false,
         other: 0,
