@@ -3,16 +3,17 @@
 //! Conversations are read by walking them as `JSON.stringify` would ([`walk`](super::walk)):
 //! what the provider receives, since the SDKs send `JSON.stringify(body)`. That is faster than
 //! crossing as JSON text and than serde-wasm-bindgen (which reads `tool_calls: undefined` as
-//! `null` and a `Date` as `{}`); `node bench/boundary.mjs` times all three. A repair gives back
-//! the caller's own objects for the messages it left alone, and new objects only for those it
-//! changed or added.
+//! `null` and a `Date` as `{}`); `node bench/boundary.mjs` times all three. `validateMessages`
+//! and `detectFormat` read long texts only in part ([`messages::SKIMMABLE_FIELDS`]): their checks
+//! look at no more. A repair reads them whole; it gives back the caller's own objects for the
+//! messages it left alone, and new objects only for those it changed or added.
 
 use serde::Serialize;
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
 use super::error::{ArgumentError, MessagesError};
-use super::{enter, json_value, type_name, CONVERSATION};
+use super::{enter, json_value, type_name, walk, CONVERSATION};
 use crate::messages::{self, Conversation, Format, MessagesOptions};
 
 #[wasm_bindgen(typescript_custom_section)]
@@ -182,13 +183,32 @@ fn read_conversation(messages: &JsValue) -> Result<Value, ArgumentError> {
     json_value(messages, "messages", CONVERSATION)
 }
 
-/// The options, and the conversation read with them.
+/// The conversation as JSON for checking it only ([`messages::SKIMMABLE_FIELDS`]): its long
+/// texts cut short, which saves copying them into wasm memory. Errors as [`read_conversation`].
+fn skim_conversation(messages: &JsValue) -> Result<Value, ArgumentError> {
+    let skim = walk::Skim {
+        field: messages::is_skimmable,
+        units: messages::SKIM_UNITS,
+    };
+    walk::read_skimmed(messages, skim)
+        .map_err(|err| ArgumentError::not_json("messages", err))?
+        // NOTE: JSON.stringify gives undefined (not text) for undefined, functions, symbols.
+        .ok_or_else(|| ArgumentError::WrongType {
+            field: "messages",
+            expected: CONVERSATION,
+            got: type_name(messages),
+        })
+}
+
+/// The options, and the conversation read with them (`read` is [`read_conversation`] or
+/// [`skim_conversation`]).
 fn read_with_options(
     messages: &JsValue,
     options: Option<MessagesOptionsJs>,
+    read: fn(&JsValue) -> Result<Value, ArgumentError>,
 ) -> Result<(Conversation, MessagesOptions), MessagesError> {
     let options = read_options(options)?;
-    let conversation = messages::parse_messages_value(read_conversation(messages)?, &options)?;
+    let conversation = messages::parse_messages_value(read(messages)?, &options)?;
     Ok((conversation, options))
 }
 
@@ -200,7 +220,7 @@ fn to_js<T: Serialize>(value: &T) -> Result<JsValue, MessagesError> {
 #[wasm_bindgen(js_name = detectFormat, skip_typescript)]
 pub fn detect_format(messages: JsValue) -> Result<JsValue, MessagesError> {
     enter();
-    let value = read_conversation(&messages)?;
+    let value = skim_conversation(&messages)?;
     // NOTE: null, not undefined, when nothing tells the formats apart (as the types say).
     Ok(messages::detect_format(&value).map_or(JsValue::NULL, |format| format.name().into()))
 }
@@ -211,7 +231,7 @@ pub fn validate_messages(
     options: Option<MessagesOptionsJs>,
 ) -> Result<JsValue, MessagesError> {
     enter();
-    let (conversation, options) = read_with_options(&messages, options)?;
+    let (conversation, options) = read_with_options(&messages, options, skim_conversation)?;
     to_js(&messages::validate_conversation(&conversation, &options))
 }
 
@@ -221,7 +241,7 @@ pub fn repair_messages(
     options: Option<MessagesOptionsJs>,
 ) -> Result<JsValue, MessagesError> {
     enter();
-    let (conversation, options) = read_with_options(&messages, options)?;
+    let (conversation, options) = read_with_options(&messages, options, read_conversation)?;
     let result = js_sys::Object::new();
     let set = |key: &str, value: &JsValue| {
         js_sys::Reflect::set(&result, &key.into(), value)

@@ -5,6 +5,11 @@
 //! its tokens, and parsing the text costs as much again; the walk reads every string once, into
 //! the `Value` it builds, and can skip whole messages that [`Snapshot`] shows unchanged.
 //!
+//! How strings cross: the keys and short strings are pushed onto one JS array as the walk meets
+//! them and copied into wasm memory at the end as one string ([`Walker::finish`]); each long
+//! string is copied on its own by `TextEncoder.encodeInto` ([`encode`]); [`read_skimmed`] copies
+//! only the start of long texts, for checks that look at no more.
+//!
 //! What it reads is what the provider receives, because the SDKs send `JSON.stringify(body)`:
 //! a property holding `undefined`, a function or a symbol is absent (`null` in an array); an
 //! object's `toJSON()` result stands for it (a `Date` is its ISO string); a non-finite number
@@ -108,22 +113,35 @@ fn mark(array: bool, size: u32) -> Option<JsValue> {
 /// request object, read separately). Returns `None` for what `JSON.stringify` writes nothing
 /// for (`undefined`, a function, a symbol).
 pub fn read(value: &JsValue, skip: Option<&str>) -> Result<Option<Value>, WalkError> {
-    Walker {
-        ancestors: Vec::new(),
-        snapshot: None,
-    }
-    .value(value, Key::Top, skip)
+    Walker::new(false, None).read(value, skip)
+}
+
+/// Which long strings a read may cut short, for a reader that looks at only their start.
+#[derive(Clone, Copy)]
+pub struct Skim {
+    /// Whether a string held by the field of this name may be cut.
+    pub field: fn(&str) -> bool,
+    /// How many UTF-16 units of a cut string are kept.
+    pub units: u32,
+}
+
+/// Reads `value` as [`read`] does, except that a string of more than [`LONG_STRING`] UTF-16
+/// units held by a field that `skim` names reads as its first `skim.units` units, unless those
+/// are all whitespace (then it reads whole). Everything else, errors included, is as [`read`]:
+/// only the copying of the rest of those strings is saved.
+pub fn read_skimmed(value: &JsValue, skim: Skim) -> Result<Option<Value>, WalkError> {
+    Walker::new(false, Some(skim)).read(value, None)
 }
 
 /// Reads `value` as JSON and records a [`Snapshot`] of it, unless something in it (a `toJSON`
 /// method) makes its JSON depend on more than its properties.
 pub fn read_with_snapshot(value: &JsValue) -> Result<(Option<Value>, Option<Snapshot>), WalkError> {
-    let mut walker = Walker {
-        ancestors: Vec::new(),
-        snapshot: Some(Array::new()),
-    };
-    let read = walker.value(value, Key::Top, None)?;
-    Ok((read, walker.snapshot.map(Snapshot)))
+    let mut walker = Walker::new(true, None);
+    if !walker.value(value, Key::Top, None)? {
+        return Ok((None, walker.snapshot.map(Snapshot)));
+    }
+    let snapshot = walker.snapshot.take();
+    Ok((Some(walker.finish()?), snapshot.map(Snapshot)))
 }
 
 /// What a value's JSON reading was made of, in walk order: a leaf is itself; an object is its
@@ -200,11 +218,12 @@ fn has_to_json(value: &JsValue) -> Option<bool> {
     Some(method.is_function())
 }
 
-/// The key a value is read under, for `toJSON(key)`; made into a string only for that call.
+/// The key a value is read under: for `toJSON(key)`, and written before the value in an object.
 #[derive(Clone, Copy)]
 enum Key<'a> {
     Top,
-    Name(&'a str),
+    /// An object's key, as `Object.keys` listed it (a string).
+    Name(&'a JsValue),
     Index(u32),
 }
 
@@ -212,10 +231,30 @@ impl Key<'_> {
     fn to_js(self) -> JsValue {
         match self {
             Key::Top => JsValue::from_str(""),
-            Key::Name(name) => JsValue::from_str(name),
+            Key::Name(name) => name.clone(),
             Key::Index(i) => JsValue::from_str(&i.to_string()),
         }
     }
+}
+
+/// An object's key as UTF-8.
+fn name(key: &JsValue) -> String {
+    // NOTE: Object.keys lists strings only.
+    string(key.unchecked_ref())
+}
+
+/// One step of a read, in walk order; [`Walker::finish`] builds the `Value` from them.
+enum Node {
+    /// `null`, a boolean or a number.
+    Leaf(Value),
+    /// The next string of the batch ([`Walker::batch`]).
+    Batched,
+    /// A string read on its own: a long one, or the start of one ([`read_skimmed`]).
+    Owned(String),
+    /// An array of this many items, which follow.
+    Array(u32),
+    /// An object of this many entries, which follow: each a `Batched` key, then its value.
+    Object(u32),
 }
 
 struct Walker {
@@ -223,9 +262,39 @@ struct Walker {
     ancestors: Vec<JsValue>,
     /// The snapshot being recorded; dropped when the value turns out not to be snapshottable.
     snapshot: Option<Array>,
+    /// The long strings that may be cut short ([`read_skimmed`]).
+    skim: Option<Skim>,
+    /// What was read so far.
+    nodes: Vec<Node>,
+    /// The keys and short strings, in walk order, copied into wasm memory all at once at the
+    /// end, and the length of each in UTF-16 units.
+    // NOTE: copying strings one at a time cost a quarter of the read: a call into JS and back
+    // for each, and wasm-bindgen's glue for each (views of the memory made anew, an allocation
+    // asked of wasm). A push onto a JS array is the cheapest crossing there is.
+    batch: Array,
+    lengths: Vec<u32>,
 }
 
 impl Walker {
+    fn new(snapshot: bool, skim: Option<Skim>) -> Walker {
+        Walker {
+            ancestors: Vec::new(),
+            snapshot: snapshot.then(Array::new),
+            skim,
+            nodes: Vec::new(),
+            batch: Array::new(),
+            lengths: Vec::new(),
+        }
+    }
+
+    /// Reads `value` (`skip` as in [`read`]): `None` where `JSON.stringify` writes nothing.
+    fn read(mut self, value: &JsValue, skip: Option<&str>) -> Result<Option<Value>, WalkError> {
+        if !self.value(value, Key::Top, skip)? {
+            return Ok(None);
+        }
+        self.finish().map(Some)
+    }
+
     fn record(&mut self, value: &JsValue) {
         if let Some(snapshot) = &self.snapshot {
             snapshot.push(value);
@@ -249,16 +318,40 @@ impl Walker {
         }
     }
 
-    /// JSON.stringify's SerializeJSONProperty: `key` is what `toJSON` is called with.
+    /// Adds a short string to the batch.
+    fn batch(&mut self, text: &JsValue, length: u32) {
+        self.batch.push(text);
+        self.lengths.push(length);
+        self.nodes.push(Node::Batched);
+    }
+
+    /// Writes `key`, when it is an object's, before the value read under it.
+    fn begin(&mut self, key: Key<'_>) {
+        if let Key::Name(key) = key {
+            let length = key.unchecked_ref::<JsString>().length();
+            self.batch(key, length);
+        }
+    }
+
+    /// How many UTF-16 units of a long string under `key` to keep; `None`: all of it.
+    fn cut(&self, key: Key<'_>) -> Option<u32> {
+        match (self.skim, key) {
+            (Some(skim), Key::Name(key)) if (skim.field)(&name(key)) => Some(skim.units),
+            _ => None,
+        }
+    }
+
+    /// JSON.stringify's SerializeJSONProperty: `key` is what `toJSON` is called with. False
+    /// when the value writes nothing (and nothing was written for it).
     fn value(
         &mut self,
         value: &JsValue,
         key: Key<'_>,
         skip: Option<&str>,
-    ) -> Result<Option<Value>, WalkError> {
+    ) -> Result<bool, WalkError> {
         if !value.is_object() {
             self.record(value);
-            return leaf(value);
+            return self.leaf(value, key);
         }
         let depth = self.ancestors.len();
         if depth >= CYCLE_CHECK_DEPTH && self.ancestors.iter().any(|a| Object::is(a, value)) {
@@ -280,14 +373,20 @@ impl Walker {
                 .map_err(|err| WalkError::new(error_message(&err)))?;
             if replaced.is_object() {
                 // NOTE: JSON.stringify does not call toJSON again on what toJSON returned.
-                return self.object(&replaced, None);
+                return self.object(&replaced, key, None);
             }
-            return leaf(&replaced);
+            return self.leaf(&replaced, key);
         }
-        self.object(value, skip)
+        self.object(value, key, skip)
     }
 
-    fn object(&mut self, value: &JsValue, skip: Option<&str>) -> Result<Option<Value>, WalkError> {
+    fn object(
+        &mut self,
+        value: &JsValue,
+        key: Key<'_>,
+        skip: Option<&str>,
+    ) -> Result<bool, WalkError> {
+        self.begin(key);
         self.ancestors.push(value.clone());
         let read = if Array::is_array(value) {
             self.array(value.unchecked_ref())
@@ -295,64 +394,167 @@ impl Walker {
             self.map(value, skip)
         };
         self.ancestors.pop();
-        read.map(Some)
+        read.map(|()| true)
     }
 
-    fn array(&mut self, array: &Array) -> Result<Value, WalkError> {
+    fn array(&mut self, array: &Array) -> Result<(), WalkError> {
         let len = array.length();
         self.record_mark(true, len, None);
-        let mut items = Vec::with_capacity(len as usize);
+        self.nodes.push(Node::Array(len));
         for i in 0..len {
-            let item = self
+            let written = self
                 .value(&array.get(i), Key::Index(i), None)
                 .map_err(|e| e.under_index(i))?;
-            items.push(item.unwrap_or(Value::Null));
+            if !written {
+                self.nodes.push(Node::Leaf(Value::Null));
+            }
         }
-        Ok(Value::Array(items))
+        Ok(())
     }
 
-    fn map(&mut self, value: &JsValue, skip: Option<&str>) -> Result<Value, WalkError> {
+    fn map(&mut self, value: &JsValue, skip: Option<&str>) -> Result<(), WalkError> {
         let keys = Object::keys(value.unchecked_ref::<Object>());
         let len = keys.length();
         self.record_mark(false, len, Some(&keys));
-        let mut map = Map::new();
+        let at = self.nodes.len();
+        self.nodes.push(Node::Object(0));
+        let mut entries = 0;
         for i in 0..len {
             let key = keys.get(i);
-            let name = key.as_string().unwrap_or_default();
-            if skip == Some(name.as_str()) {
+            if skip.is_some_and(|skip| name(&key) == skip) {
                 continue;
             }
             let item = Reflect::get(value, &key)
-                .map_err(|err| WalkError::new(error_message(&err)).under_key(&name))?;
-            if let Some(item) = self
-                .value(&item, Key::Name(&name), None)
-                .map_err(|e| e.under_key(&name))?
-            {
-                map.insert(name, item);
-            }
+                .map_err(|err| WalkError::new(error_message(&err)).under_key(&name(&key)))?;
+            let written = self
+                .value(&item, Key::Name(&key), None)
+                .map_err(|e| e.under_key(&name(&key)))?;
+            entries += u32::from(written);
         }
-        Ok(Value::Object(map))
+        if let Some(node) = self.nodes.get_mut(at) {
+            *node = Node::Object(entries);
+        }
+        Ok(())
+    }
+
+    /// A primitive as JSON (false for what has none); a long string cut short where `key` is
+    /// skimmed ([`read_skimmed`]).
+    fn leaf(&mut self, value: &JsValue, key: Key<'_>) -> Result<bool, WalkError> {
+        if let Some(text) = value.dyn_ref::<JsString>() {
+            let length = text.length();
+            if length <= LONG_STRING {
+                self.begin(key);
+                self.batch(value, length);
+                return Ok(true);
+            }
+            let text = match self.cut(key) {
+                Some(units) => skimmed(text, units),
+                None => encode(text),
+            };
+            self.begin(key);
+            self.nodes.push(Node::Owned(text));
+            return Ok(true);
+        }
+        let leaf = if let Some(n) = value.as_f64() {
+            number(n)
+        } else if let Some(flag) = value.as_bool() {
+            Value::Bool(flag)
+        } else if value.is_null() {
+            Value::Null
+        } else if value.is_bigint() {
+            return Err(WalkError::new("a BigInt has no JSON form"));
+        } else {
+            return Ok(false);
+        };
+        self.begin(key);
+        self.nodes.push(Node::Leaf(leaf));
+        Ok(true)
+    }
+
+    /// The value read: the batched strings copied at once, then put in place.
+    fn finish(self) -> Result<Value, WalkError> {
+        let strings = strings(&self.batch, &self.lengths);
+        let mut strings = strings.into_iter();
+        let mut nodes = self.nodes.into_iter();
+        // NOTE: cannot fail: the nodes are as the walk wrote them, the strings as many as it
+        // batched.
+        build(&mut nodes, &mut strings).ok_or_else(|| WalkError::new("it could not be read"))
     }
 }
 
-/// A primitive as JSON.
-fn leaf(value: &JsValue) -> Result<Option<Value>, WalkError> {
-    if let Some(text) = value.dyn_ref::<JsString>() {
-        return Ok(Some(Value::String(string(text))));
+/// The value the next nodes make. Recurses as deep as the value nests, at most [`MAX_DEPTH`].
+fn build(
+    nodes: &mut std::vec::IntoIter<Node>,
+    strings: &mut std::vec::IntoIter<String>,
+) -> Option<Value> {
+    Some(match nodes.next()? {
+        Node::Leaf(leaf) => leaf,
+        Node::Batched => Value::String(strings.next()?),
+        Node::Owned(text) => Value::String(text),
+        Node::Array(len) => {
+            let mut items = Vec::with_capacity(len as usize);
+            for _ in 0..len {
+                items.push(build(nodes, strings)?);
+            }
+            Value::Array(items)
+        }
+        Node::Object(len) => {
+            let mut map = Map::with_capacity(len as usize);
+            for _ in 0..len {
+                let Node::Batched = nodes.next()? else {
+                    return None;
+                };
+                let key = strings.next()?;
+                map.insert(key, build(nodes, strings)?);
+            }
+            Value::Object(map)
+        }
+    })
+}
+
+/// The strings of `batch` as UTF-8, `lengths` giving each one's UTF-16 length: copied into
+/// wasm memory as one string, joined by NULs (so that no two halves of a surrogate pair meet
+/// across strings), then cut apart.
+fn strings(batch: &Array, lengths: &[u32]) -> Vec<String> {
+    if lengths.is_empty() {
+        return Vec::new();
     }
-    if let Some(n) = value.as_f64() {
-        return Ok(Some(number(n)));
+    let joined = string(&batch.join("\0"));
+    if let Some(strings) = split(&joined, lengths) {
+        return strings;
     }
-    if let Some(flag) = value.as_bool() {
-        return Ok(Some(Value::Bool(flag)));
+    // NOTE: cannot happen (the lengths are the strings'); read them one at a time then.
+    batch.iter().map(|text| name(&text)).collect()
+}
+
+/// `joined` cut into strings of `lengths` UTF-16 units, with one NUL between each two.
+fn split(joined: &str, lengths: &[u32]) -> Option<Vec<String>> {
+    let mut out = Vec::with_capacity(lengths.len());
+    let mut rest = joined;
+    for (i, &length) in lengths.iter().enumerate() {
+        if i > 0 {
+            rest = rest.strip_prefix('\0')?;
+        }
+        let end = utf8_len(rest, length as usize)?;
+        out.push(rest.get(..end)?.to_owned());
+        rest = rest.get(end..)?;
     }
-    if value.is_null() {
-        return Ok(Some(Value::Null));
+    rest.is_empty().then_some(out)
+}
+
+/// How many bytes of `text` its first `units` UTF-16 units take.
+fn utf8_len(text: &str, units: usize) -> Option<usize> {
+    if text.as_bytes().get(..units).is_some_and(<[u8]>::is_ascii) {
+        return Some(units);
     }
-    if value.is_bigint() {
-        return Err(WalkError::new("a BigInt has no JSON form"));
+    let mut seen = 0;
+    for (at, c) in text.char_indices() {
+        if seen == units {
+            return Some(at);
+        }
+        seen += c.len_utf16();
     }
-    Ok(None)
+    (seen == units).then_some(text.len())
 }
 
 /// Strings longer than this (in UTF-16 units) are copied by [`encode`].
@@ -421,9 +623,79 @@ pub fn with_str<R>(text: &JsString, f: impl FnOnce(&str) -> R) -> R {
 /// A JS string as UTF-8; a lone surrogate becomes U+FFFD.
 fn string(text: &JsString) -> String {
     if text.length() <= LONG_STRING {
-        return text.as_string().unwrap_or_default();
+        return short_string(text);
     }
     encode(text)
+}
+
+/// A long JS string as UTF-8, cut to its first `units` UTF-16 units unless those are all
+/// whitespace.
+fn skimmed(text: &JsString, units: u32) -> String {
+    let head = short_string(&text.slice(0, units.min(LONG_STRING)));
+    if head.trim().is_empty() {
+        return encode(text);
+    }
+    head
+}
+
+/// The buffer the strings read one at a time (a key named in an error, the start of a skimmed
+/// text) are encoded into, with a JS view of it kept from call to call.
+// NOTE: wasm-bindgen's own string copy asks wasm to allocate, and on every string makes its
+// views of the memory anew (Node 20 has no `ArrayBuffer.prototype.detached`, so each check
+// reads `memory.buffer`). `encodeInto` into a view made once costs a call and a getter.
+struct Scratch {
+    bytes: Box<[u8]>,
+    view: Uint8Array,
+    /// The memory's size (in pages) when the view was made: growing the memory detaches it.
+    pages: usize,
+}
+
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Option<Scratch>> = const { std::cell::RefCell::new(None) };
+}
+
+/// A JS string of at most [`LONG_STRING`] UTF-16 units as UTF-8; a lone surrogate becomes
+/// U+FFFD.
+fn short_string(text: &JsString) -> String {
+    let read = SCRATCH.with(|cell| {
+        let mut slot = cell.try_borrow_mut().ok()?;
+        let mut scratch = match slot.take() {
+            Some(scratch) if scratch.pages == memory_pages() => scratch,
+            old => {
+                // NOTE: 3 bytes per UTF-16 unit is the most UTF-8 can need.
+                let mut bytes = old.map_or_else(
+                    || vec![0u8; 3 * LONG_STRING as usize].into_boxed_slice(),
+                    |old| old.bytes,
+                );
+                // NOTE: read after the allocation above, which may have grown the memory.
+                let pages = memory_pages();
+                let view = view_of(&mut bytes);
+                Scratch { bytes, view, pages }
+            }
+        };
+        // NOTE: nothing in wasm runs while JS writes into `bytes`.
+        let written = ENCODER.with(|encoder| encoder.encode_into(text, &scratch.view).written());
+        let bytes = &mut scratch.bytes;
+        let read = bytes
+            .get(..written as usize)
+            .and_then(|b| std::str::from_utf8(b).ok())
+            .map(str::to_owned);
+        *slot = Some(scratch);
+        read
+    });
+    read.unwrap_or_else(|| text.as_string().unwrap_or_default())
+}
+
+/// The size of the wasm memory, in 64 KiB pages.
+fn memory_pages() -> usize {
+    core::arch::wasm32::memory_size::<0>()
+}
+
+/// A JS view of `bytes`, valid until the memory grows.
+fn view_of(bytes: &mut [u8]) -> Uint8Array {
+    let memory: js_sys::WebAssembly::Memory = wasm_bindgen::memory().unchecked_into();
+    let at = bytes.as_mut_ptr() as usize as u32;
+    Uint8Array::new_with_byte_offset_and_length(&memory.buffer(), at, bytes.len() as u32)
 }
 
 /// A long JS string as UTF-8, through `TextEncoder.encodeInto` straight into wasm memory.
@@ -450,9 +722,7 @@ fn encode(text: &JsString) -> String {
 fn encode_into(text: &JsString, into: &mut [u8]) -> (u32, usize) {
     // NOTE: the view is made after the buffer was allocated (a growth of the memory would
     // detach an older one), and nothing else runs while JS writes into `into`.
-    let memory: js_sys::WebAssembly::Memory = wasm_bindgen::memory().unchecked_into();
-    let at = into.as_mut_ptr() as usize as u32;
-    let view = Uint8Array::new_with_byte_offset_and_length(&memory.buffer(), at, into.len() as u32);
+    let view = view_of(into);
     let done = ENCODER.with(|encoder| encoder.encode_into(text, &view));
     (done.read(), done.written() as usize)
 }

@@ -36,6 +36,7 @@ mod model;
 mod openai;
 mod pairing;
 mod repair;
+mod skim;
 mod validate;
 
 use serde::{Deserialize, Serialize};
@@ -52,6 +53,7 @@ pub use pairing::{
     ToolLink,
 };
 pub use repair::{repair_conversation, RepairAction, RepairKind, Repaired, STUB_RESULT_TEXT};
+pub use skim::{is_skimmable, SKIMMABLE_FIELDS, SKIM_UNITS};
 pub use validate::{validate_conversation, Problem, ProblemKind};
 
 use model::{Form, Part as ModelPart, PartInfo, Slot};

@@ -164,3 +164,44 @@ fn the_walk_names_the_place_of_what_has_no_json_form() {
     assert!(deep.ends_with("nests deeper than 128 levels"), "{deep}");
     assert!(deep.len() < 200, "a long path is shortened: {deep}");
 }
+
+/// Strings are copied into wasm memory in one batch and cut apart again: lone surrogates at the
+/// ends of neighbouring strings and keys must not pair up, NULs inside strings must stay, and
+/// long strings (copied on their own) sit between batched ones.
+#[wasm_bindgen_test]
+fn the_walk_keeps_neighbouring_strings_apart() {
+    let value = js_sys::eval(
+        r#"[
+          "end \ud83e", "\udd80 start", { "\ud83e": "\udd80", "a\u0000b": "\u0000" },
+          "x".repeat(300) + "\ud83e", "\udd80" + "é".repeat(300), "", ["", "\u0000", ""],
+          { "": "", "🦀": "🦀".repeat(200), "k": "🦀".repeat(129) }
+        ]"#,
+    )
+    .unwrap();
+    let expected = js_sys::JSON::stringify(&value)
+        .unwrap()
+        .as_string()
+        .unwrap()
+        .replace("\\ud83e", "\\ufffd")
+        .replace("\\udd80", "\\ufffd");
+    let read = context_keeper::bindings::read_json(&value)
+        .unwrap()
+        .unwrap();
+    let parse = |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap();
+    assert_eq!(parse(&read), parse(&expected));
+}
+
+/// Nesting: 128 levels read, 129 do not; what toJSON returns is read under the same key.
+#[wasm_bindgen_test]
+fn the_walk_reads_128_levels_and_to_json_results() {
+    let read = |code: &str| context_keeper::bindings::read_json(&js_sys::eval(code).unwrap());
+    let nest = |n: usize| format!("{}1{}", "[".repeat(n), "]".repeat(n));
+    assert_eq!(read(&nest(128)).unwrap(), Some(nest(128)));
+    assert!(read(&nest(129))
+        .unwrap_err()
+        .ends_with("nests deeper than 128 levels"));
+    assert_eq!(
+        read("({ a: { toJSON: (k) => ({ [k]: k }) }, b: [{ toJSON: (k) => 'i' + k }] })").unwrap(),
+        Some(r#"{"a":{"a":"a"},"b":["i0"]}"#.to_owned())
+    );
+}
