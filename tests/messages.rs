@@ -11,8 +11,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use context_keeper::messages::{
-    detect_format, parse_messages, parse_messages_str, repair_messages, validate_messages,
-    CompactionMarker, Format, Message, MessagesOptions, PartKind, ProblemKind, Segment, ToolInput,
+    detect_format, parse_messages, parse_messages_str, repair_conversation_traced, repair_messages,
+    validate_messages, CompactionMarker, Format, Message, MessagesOptions, PartKind, ProblemKind,
+    Segment, ToolInput,
 };
 use serde_json::{json, Value};
 
@@ -142,6 +143,91 @@ fn fixtures_repair_is_idempotent_and_valid() {
             );
         }
     }
+}
+
+/// The options a fixture is run with (its expected file's `options`).
+fn fixture_options(name: &str) -> MessagesOptions {
+    let path = data_dir().join(format!("{name}.expected.json"));
+    let expected: Value = serde_json::from_str(&fs::read_to_string(path).unwrap()).unwrap();
+    serde_json::from_value(expected["options"].clone()).unwrap()
+}
+
+#[test]
+fn fixtures_repair_tells_which_messages_it_left_alone() {
+    for (name, input) in fixtures() {
+        let options = fixture_options(&name);
+        let conv = parse_messages(&input, &options).unwrap();
+        let before: Vec<Value> = conv.messages().iter().map(Message::to_value).collect();
+        let outcome = repair_conversation_traced(conv, &options);
+        let list = input.get("messages").unwrap_or(&input);
+        assert_eq!(
+            outcome.conversation.to_value(),
+            repair_messages(&input, &options).unwrap().messages,
+            "{name}"
+        );
+        let out = outcome.conversation.messages();
+        assert_eq!(outcome.untouched.len(), out.len(), "{name}");
+        let mut last = None;
+        for (k, (message, at)) in out.iter().zip(&outcome.untouched).enumerate() {
+            let Some(i) = *at else {
+                // An edited or added message is no input message as it was.
+                assert!(
+                    !before.contains(&message.to_value()) || outcome.report.len() > 1,
+                    "{name} [{k}]"
+                );
+                continue;
+            };
+            assert_eq!(message.to_value(), before[i], "{name} [{k}]");
+            assert_eq!(list[i], before[i], "{name} [{k}]");
+            assert!(
+                last < Some(i),
+                "{name}: untouched messages keep their order"
+            );
+            last = Some(i);
+        }
+        if outcome.report.is_empty() {
+            assert_eq!(
+                outcome.untouched,
+                (0..before.len()).map(Some).collect::<Vec<_>>(),
+                "{name}"
+            );
+        }
+    }
+}
+
+#[test]
+fn repair_tells_edited_messages_from_untouched_ones() {
+    // Anthropic: a stray result next to a text, a call without a result before a user text,
+    // two user messages in a row (merged), and messages nothing touches.
+    let input = json!([
+        {"role": "user", "content": "start"},
+        {"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "nobody", "content": "stray"},
+            {"type": "text", "text": "next"}]},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {}}]},
+        {"role": "user", "content": [{"type": "text", "text": "no result"}]},
+        {"role": "assistant", "content": "fine"},
+        {"role": "user", "content": "a"},
+        {"role": "user", "content": "b"},
+        {"role": "assistant", "content": "end"}
+    ]);
+    let options = MessagesOptions::default();
+    let conv = parse_messages(&input, &options).unwrap();
+    let outcome = repair_conversation_traced(conv, &options);
+    assert_eq!(
+        outcome.untouched,
+        vec![
+            Some(0),
+            Some(1),
+            None,
+            Some(3),
+            None,
+            Some(5),
+            None,
+            Some(8)
+        ]
+    );
 }
 
 #[test]

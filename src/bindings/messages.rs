@@ -5,8 +5,10 @@
 //! crossing as JSON text and than serde-wasm-bindgen (which reads `tool_calls: undefined` as
 //! `null` and a `Date` as `{}`); `node bench/boundary.mjs` times all three. `validateMessages`
 //! and `detectFormat` read long texts only in part ([`messages::SKIMMABLE_FIELDS`]): their checks
-//! look at no more. A repair reads them whole; it gives back the caller's own objects for the
-//! messages it left alone, and new objects only for those it changed or added.
+//! look at no more. So does `repairMessages`, whose decisions rest on the same checks; it then
+//! reads again whole only the messages it edits ([`messages::Message::is_skimmed`] guards the
+//! writing), gives back the caller's own objects for the messages it left alone, and new
+//! objects only for those it changed or added.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -14,7 +16,7 @@ use wasm_bindgen::prelude::*;
 
 use super::error::{ArgumentError, MessagesError};
 use super::{enter, json_value, type_name, walk, CONVERSATION};
-use crate::messages::{self, Conversation, Format, MessagesOptions};
+use crate::messages::{self, Conversation, Format, Message, MessagesOptions};
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_MESSAGES: &'static str = r#"
@@ -241,61 +243,141 @@ pub fn repair_messages(
     options: Option<MessagesOptionsJs>,
 ) -> Result<JsValue, MessagesError> {
     enter();
-    let (conversation, options) = read_with_options(&messages, options, read_conversation)?;
+    let options = read_options(options)?;
+    // NOTE: the repair decides on what validation sees, which a skimmed read gives in full
+    // (`repair_conversation_traced`); only the messages it edits need their whole texts.
+    let skimmed = messages::parse_skimmed_messages_value(skim_conversation(&messages)?, &options)?;
+    let count = skimmed.messages().len();
+    let outcome = messages::repair_conversation_traced(skimmed, &options);
     let result = js_sys::Object::new();
     let set = |key: &str, value: &JsValue| {
         js_sys::Reflect::set(&result, &key.into(), value)
             .map(drop)
             .map_err(|err| MessagesError::Internal(super::error_message(&err)))
     };
-    if messages::validate_conversation(&conversation, &options).is_empty() {
+    if outcome.report.is_empty() {
         // Nothing to change: hand back the caller's own array rather than a copy of it.
         set("messages", &messages)?;
         set("report", &js_sys::Array::new())?;
-        set("unrepaired", &js_sys::Array::new())?;
+        set("unrepaired", &to_js(&outcome.unrepaired)?)?;
         return Ok(result.into());
     }
-    let original = conversation.clone();
-    let (repaired, report, unrepaired) = messages::repair_conversation(conversation, &options);
-    if report.is_empty() {
-        set("messages", &messages)?;
-    } else {
-        set("messages", &write_back(&messages, &original, repaired)?)?;
-    }
-    set("report", &to_js(&report)?)?;
-    set("unrepaired", &to_js(&unrepaired)?)?;
+    let list = message_list(&messages)?;
+    let outcome = match reread_edited(outcome, &messages, &list, count, &options) {
+        Some(outcome) => outcome,
+        // NOTE: the edited messages could not be read again as they were (a `toJSON` on the
+        // array, a getter that answers differently): read everything whole, as a repair did.
+        None => repair_whole(&messages, &options)?,
+    };
+    set(
+        "messages",
+        &write_back(&messages, &list, outcome.conversation, &outcome.untouched)?,
+    )?;
+    set("report", &to_js(&outcome.report)?)?;
+    set("unrepaired", &to_js(&outcome.unrepaired)?)?;
     Ok(result.into())
 }
 
-/// How far ahead of the last kept message an unchanged message is looked for in the input.
-const MATCH_WINDOW: usize = 8;
+/// The caller's array of messages: the input, or the `messages` of a request object.
+fn message_list(input: &JsValue) -> Result<js_sys::Array, MessagesError> {
+    if js_sys::Array::is_array(input) {
+        return Ok(input.clone().unchecked_into());
+    }
+    Ok(js_sys::Reflect::get(input, &"messages".into())
+        .map_err(|err| MessagesError::Internal(super::error_message(&err)))?
+        .unchecked_into())
+}
+
+/// Whether a message the repair edited or added is written from a skimmed reading.
+fn writes_skimmed(outcome: &messages::RepairOutcome) -> bool {
+    let messages = outcome.conversation.messages().iter();
+    (messages.zip(&outcome.untouched)).any(|(m, at)| at.is_none() && m.is_skimmed())
+}
+
+/// The repair of a skimmed conversation, made writable: when an edited message holds skimmed
+/// values, the input messages the repair did not leave alone are read again whole from the
+/// caller's `list`, next to the untouched ones (still skimmed, never written), and the repair
+/// runs again. `None` when that reading is not the caller's messages, or the second repair
+/// does not decide as the first did.
+fn reread_edited(
+    outcome: messages::RepairOutcome,
+    input: &JsValue,
+    list: &js_sys::Array,
+    count: usize,
+    options: &MessagesOptions,
+) -> Option<messages::RepairOutcome> {
+    if !writes_skimmed(&outcome) {
+        return Some(outcome);
+    }
+    let readable = js_sys::Array::is_array(list)
+        && list.length() as usize == count
+        && !walk::reads_through_to_json(input)
+        && !walk::reads_through_to_json(list);
+    if !readable {
+        return None;
+    }
+    let messages::RepairOutcome {
+        conversation,
+        report,
+        unrepaired,
+        untouched,
+    } = outcome;
+    let format = conversation.format();
+    let (mut head, repaired) = conversation.split_messages();
+    let mut kept: Vec<Option<Message>> = (0..count).map(|_| None).collect();
+    for (message, at) in repaired.into_iter().zip(&untouched) {
+        if let Some(slot) = at.and_then(|i| kept.get_mut(i)) {
+            *slot = Some(message);
+        }
+    }
+    let mut input_messages = Vec::with_capacity(count);
+    for (i, slot) in (0u32..).zip(kept) {
+        let message = match slot {
+            Some(message) => message,
+            None => {
+                let value = walk::read_item(&list.get(i), i).ok()??;
+                messages::parse_message(format, value).ok()?
+            }
+        };
+        input_messages.push(message);
+    }
+    *head.messages_mut() = input_messages;
+    let again = messages::repair_conversation_traced(head, options);
+    let same =
+        again.report == report && again.unrepaired == unrepaired && again.untouched == untouched;
+    (same && !writes_skimmed(&again)).then_some(again)
+}
+
+/// The repair of the conversation read whole.
+fn repair_whole(
+    messages: &JsValue,
+    options: &MessagesOptions,
+) -> Result<messages::RepairOutcome, MessagesError> {
+    let conversation = messages::parse_messages_value(read_conversation(messages)?, options)?;
+    Ok(messages::repair_conversation_traced(conversation, options))
+}
 
 /// The repaired conversation as a JS value in the input's shape. A message the repair left
-/// as it was is the caller's own object (so `===` and memoized UI rows keep working); only the
-/// messages it changed or added are new objects, read from their JSON.
+/// as it was (`untouched`) is the caller's own object from `list` (so `===` and memoized UI
+/// rows keep working); only the messages it changed or added are new objects, read from their
+/// JSON, which must not be a skimmed reading.
 fn write_back(
     input: &JsValue,
-    original: &Conversation,
+    list: &js_sys::Array,
     repaired: Conversation,
+    untouched: &[Option<usize>],
 ) -> Result<JsValue, MessagesError> {
-    let list: js_sys::Array = if js_sys::Array::is_array(input) {
-        input.clone().unchecked_into()
-    } else {
-        js_sys::Reflect::get(input, &"messages".into())
-            .map_err(|err| MessagesError::Internal(super::error_message(&err)))?
-            .unchecked_into()
-    };
     let out = js_sys::Array::new();
-    let mut next = 0;
-    let system_changed = original.system() != repaired.system();
-    let (head, messages) = repaired.split_messages();
-    for message in messages {
-        let end = (next + MATCH_WINDOW).min(original.messages().len());
-        let same = (next..end).find(|&i| original.messages().get(i) == Some(&message));
-        match same {
+    let (_, messages) = repaired.split_messages();
+    for (message, at) in messages.into_iter().zip(untouched) {
+        match at {
             Some(i) => {
-                out.push(&list.get(i as u32));
-                next = i + 1;
+                out.push(&list.get(*i as u32));
+            }
+            None if message.is_skimmed() => {
+                return Err(MessagesError::Internal(
+                    "a repaired message was read in part".to_owned(),
+                ));
             }
             None => {
                 out.push(&json_to_js(&message.into_value())?);
@@ -305,19 +387,11 @@ fn write_back(
     if js_sys::Array::is_array(input) {
         return Ok(out.into());
     }
-    // NOTE: a request object: a shallow copy, its other fields the caller's own values.
+    // NOTE: a request object: a shallow copy, its other fields the caller's own values. The
+    // repair never edits the system prompt, so the caller's `system` stays.
     let envelope = js_sys::Object::assign(&js_sys::Object::new(), input.unchecked_ref());
-    let put = |key: &str, value: &JsValue| {
-        js_sys::Reflect::set(&envelope, &key.into(), value)
-            .map(drop)
-            .map_err(|err| MessagesError::Internal(super::error_message(&err)))
-    };
-    put("messages", &out)?;
-    if system_changed {
-        if let Some(system) = head.into_value().get("system") {
-            put("system", &json_to_js(system)?)?;
-        }
-    }
+    js_sys::Reflect::set(&envelope, &"messages".into(), &out)
+        .map_err(|err| MessagesError::Internal(super::error_message(&err)))?;
     Ok(envelope.into())
 }
 

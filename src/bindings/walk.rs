@@ -116,6 +116,22 @@ pub fn read(value: &JsValue, skip: Option<&str>) -> Result<Option<Value>, WalkEr
     Walker::new(false, None).read(value, skip)
 }
 
+/// Reads `value`, item `index` of an array, as [`read`] does: as `JSON.stringify` reads it
+/// there (a `toJSON` method is called with the index). Error paths start at the item.
+pub fn read_item(value: &JsValue, index: u32) -> Result<Option<Value>, WalkError> {
+    let mut walker = Walker::new(false, None);
+    if !walker.value(value, Key::Index(index), None)? {
+        return Ok(None);
+    }
+    walker.finish().map(Some)
+}
+
+/// Whether `JSON.stringify` would read `value` through a `toJSON` method rather than its own
+/// properties (true too when looking for one threw).
+pub fn reads_through_to_json(value: &JsValue) -> bool {
+    value.is_object() && has_to_json(value) != Some(false)
+}
+
 /// Which long strings a read may cut short, for a reader that looks at only their start.
 #[derive(Clone, Copy)]
 pub struct Skim {

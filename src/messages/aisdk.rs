@@ -49,6 +49,7 @@ pub(crate) fn parse_message(value: Value) -> Result<Message, ParseError> {
         content: content_form,
         tool_calls: Form::Absent,
         parts,
+        skimmed: false,
     })
 }
 
@@ -62,6 +63,7 @@ pub(crate) fn parse_system(value: Value) -> Result<Message, ParseError> {
             content: Form::String,
             tool_calls: Form::Absent,
             parts: vec![Part::content_string(Format::AiSdk, s)],
+            skimmed: false,
         }),
         other => Err(ParseError::expected("", "a string", Some(&other))),
     }

@@ -39,6 +39,7 @@ pub(crate) fn parse_message(value: Value) -> Result<Message, ParseError> {
         content: content_form,
         tool_calls: Form::Absent,
         parts,
+        skimmed: false,
     })
 }
 
@@ -72,6 +73,7 @@ pub(crate) fn parse_system(value: Value) -> Result<Message, ParseError> {
         content,
         tool_calls: Form::Absent,
         parts,
+        skimmed: false,
     })
 }
 

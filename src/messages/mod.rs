@@ -52,7 +52,10 @@ pub use pairing::{
     pair_tools, DuplicateCall, PairingGraph, PartRef, StrayReason, StrayResult, ToolExchange,
     ToolLink,
 };
-pub use repair::{repair_conversation, RepairAction, RepairKind, Repaired, STUB_RESULT_TEXT};
+pub use repair::{
+    repair_conversation, repair_conversation_traced, RepairAction, RepairKind, RepairOutcome,
+    Repaired, STUB_RESULT_TEXT,
+};
 pub use skim::{is_skimmable, SKIMMABLE_FIELDS, SKIM_UNITS};
 pub use validate::{validate_conversation, Problem, ProblemKind};
 
@@ -141,6 +144,20 @@ pub fn parse_messages_value(
         system,
         messages,
     })
+}
+
+/// Reads a conversation whose long texts a reader may have cut short (the strings of
+/// [`SKIMMABLE_FIELDS`], as [`skim`](self::skim) describes): it checks, detects and repairs as
+/// the whole one would ([`repair_conversation_traced`] tells which messages it left alone), but
+/// every message of it says [`Message::is_skimmed`], and none of it may be written out.
+/// Errors as [`parse_messages_value`].
+pub fn parse_skimmed_messages_value(
+    input: Value,
+    options: &MessagesOptions,
+) -> Result<Conversation, ParseError> {
+    let mut conv = parse_messages_value(input, options)?;
+    conv.mark_skimmed();
+    Ok(conv)
 }
 
 /// Reads one message of `format`. Error paths start at the message (`.content[3].text`); the

@@ -238,6 +238,9 @@ pub struct Part {
     pub(crate) name: Option<String>,
     pub(crate) is_error: bool,
     pub(crate) raw: Value,
+    /// Whether `raw` was read with its long texts cut short ([`Conversation::mark_skimmed`]):
+    /// such a part may be checked, never written out.
+    pub(crate) skimmed: bool,
 }
 
 impl Part {
@@ -251,6 +254,7 @@ impl Part {
             name: info.name,
             is_error: info.is_error,
             raw,
+            skimmed: false,
         }
     }
 
@@ -265,6 +269,7 @@ impl Part {
             name: None,
             is_error: false,
             raw: Value::String(text),
+            skimmed: false,
         }
     }
 
@@ -573,6 +578,8 @@ pub struct Message {
     pub(crate) content: Form,
     pub(crate) tool_calls: Form,
     pub(crate) parts: Vec<Part>,
+    /// Whether `skeleton` was read with its long texts cut short ([`Conversation::mark_skimmed`]).
+    pub(crate) skimmed: bool,
 }
 
 impl Message {
@@ -585,6 +592,7 @@ impl Message {
             content: Form::Absent,
             tool_calls: Form::Absent,
             parts: vec![part],
+            skimmed: false,
         }
     }
 
@@ -600,6 +608,7 @@ impl Message {
             content: Form::Array,
             tool_calls: Form::Absent,
             parts,
+            skimmed: false,
         }
     }
 
@@ -616,6 +625,7 @@ impl Message {
             content: Form::String,
             tool_calls: Form::Absent,
             parts: vec![part],
+            skimmed: false,
         }
     }
 
@@ -648,6 +658,12 @@ impl Message {
     /// Whether the message holds at least one tool call.
     pub fn has_tool_calls(&self) -> bool {
         self.parts.iter().any(|p| p.kind == PartKind::ToolCall)
+    }
+
+    /// Whether any of the message was read with its long texts cut short
+    /// ([`super::parse_skimmed_messages_value`]): such a message may be checked, never written.
+    pub fn is_skimmed(&self) -> bool {
+        self.skimmed || self.parts.iter().any(|p| p.skimmed)
     }
 
     pub(crate) fn is_whole(&self) -> bool {
@@ -760,6 +776,16 @@ impl Conversation {
     /// The conversation as JSON in its format and input shape.
     pub fn to_value(&self) -> Value {
         self.clone().into_value()
+    }
+
+    /// Marks every message, part and the system prompt as read with long texts cut short.
+    pub(crate) fn mark_skimmed(&mut self) {
+        for message in self.messages.iter_mut().chain(self.system.as_mut()) {
+            message.skimmed = true;
+            for part in &mut message.parts {
+                part.skimmed = true;
+            }
+        }
     }
 
     /// Takes the messages out, leaving the rest (format, request object, system prompt).

@@ -84,6 +84,7 @@ pub(crate) fn parse_message(value: Value) -> Result<Message, ParseError> {
         content: content_form,
         tool_calls,
         parts,
+        skimmed: false,
     })
 }
 

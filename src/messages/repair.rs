@@ -96,19 +96,67 @@ fn action(
 /// removed, and (Anthropic) consecutive same-role messages are merged. A valid conversation
 /// comes back unchanged.
 pub fn repair_conversation(
-    mut conv: Conversation,
+    conv: Conversation,
     options: &MessagesOptions,
 ) -> (Conversation, Vec<RepairAction>, Vec<Problem>) {
+    let outcome = repair_conversation_traced(conv, options);
+    (outcome.conversation, outcome.report, outcome.unrepaired)
+}
+
+/// What [`repair_conversation_traced`] made of a conversation.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RepairOutcome {
+    /// The repaired conversation.
+    pub conversation: Conversation,
+    /// Every edit, in the order made.
+    pub report: Vec<RepairAction>,
+    /// Problems left alone (see [`Repaired::unrepaired`]).
+    pub unrepaired: Vec<Problem>,
+    /// One entry per message of `conversation`: `Some(i)` when it is the input's message `i`
+    /// exactly as it was read (no edit touched it), `None` when it was edited, merged or added.
+    pub untouched: Vec<Option<usize>>,
+}
+
+/// Where a message of the repair's output comes from.
+#[derive(Clone, Copy, Debug)]
+struct Origin {
+    /// The input message it was (the first one, for merged messages); `None` when added.
+    from: Option<usize>,
+    /// Whether an edit changed it.
+    edited: bool,
+}
+
+/// [`repair_conversation`], also telling which messages of the output are input messages left
+/// as they were ([`RepairOutcome::untouched`]).
+///
+/// The repair's decisions depend only on what validation sees (roles, part kinds, tool call ids
+/// and names, whether a text is blank or a compaction marker, which fields are present), so a
+/// conversation read in part ([`super::parse_skimmed_messages_value`]) gets the same edits, at
+/// the same places, and the same `untouched` as the whole one.
+pub fn repair_conversation_traced(
+    mut conv: Conversation,
+    options: &MessagesOptions,
+) -> RepairOutcome {
     let format = conv.format;
+    let n = conv.messages.len();
     let graph = pair_messages(format, &conv.messages);
     let problems = problems_with(format, &conv.messages, &graph, options);
     if problems.is_empty() {
-        return (conv, Vec::new(), problems);
+        return RepairOutcome {
+            conversation: conv,
+            report: Vec::new(),
+            unrepaired: problems,
+            untouched: (0..n).map(Some).collect(),
+        };
     }
     let mut report = Vec::new();
+    // Input messages an edit changed in place (a renamed id).
+    let mut edited_input = vec![false; n];
 
     // 1. Reused ids: rename the later call and the result that answers it.
-    if !graph.duplicate_calls.is_empty() {
+    let (graph, problems) = if graph.duplicate_calls.is_empty() {
+        (graph, problems)
+    } else {
         let mut used: HashSet<String> = conv
             .messages
             .iter()
@@ -129,6 +177,9 @@ pub fn repair_conversation(
             for at in std::iter::once(dup.call).chain(result) {
                 if let Some(part) = part_mut(&mut conv.messages, at) {
                     part.set_call_id(&new_id);
+                    if let Some(edited) = edited_input.get_mut(at.message) {
+                        *edited = true;
+                    }
                 }
             }
             report.push(action(
@@ -139,12 +190,12 @@ pub fn repair_conversation(
                 format!("renamed tool call id {:?} to {new_id:?}", dup.id),
             ));
         }
-    }
+        let graph = pair_messages(format, &conv.messages);
+        let problems = problems_with(format, &conv.messages, &graph, options);
+        (graph, problems)
+    };
 
     // 2. Pairing and empty content, planned on the input indices and applied in one pass.
-    let graph = pair_messages(format, &conv.messages);
-    let problems = problems_with(format, &conv.messages, &graph, options);
-    let n = conv.messages.len();
     let mut drop_part: HashSet<PartRef> = HashSet::new();
     let mut drop_message = vec![false; n];
     let mut null_content: HashSet<usize> = HashSet::new();
@@ -315,11 +366,12 @@ pub fn repair_conversation(
             .push(exchange.message);
     }
     let mut out: Vec<Message> = Vec::with_capacity(n + inserts.len());
-    let mut origin: Vec<Option<usize>> = Vec::with_capacity(n + inserts.len());
+    let mut origin: Vec<Origin> = Vec::with_capacity(n + inserts.len());
     let mut out_index: Vec<Option<usize>> = vec![None; n];
     for (m, mut message) in std::mem::take(&mut conv.messages).into_iter().enumerate() {
         if !drop_message.get(m).copied().unwrap_or(false) {
             let had_parts = !message.parts.is_empty();
+            let part_count = message.parts.len();
             message.parts = (message.parts.into_iter().enumerate())
                 .filter(|(p, _)| {
                     !drop_part.contains(&PartRef {
@@ -329,15 +381,21 @@ pub fn repair_conversation(
                 })
                 .map(|(_, part)| part)
                 .collect();
+            let mut edited =
+                edited_input.get(m).copied().unwrap_or(true) || message.parts.len() != part_count;
             if null_content.contains(&m) {
                 message.content = Form::Null;
+                edited = true;
             }
             if !(had_parts && message.parts.is_empty()) {
                 if let Some(slot) = out_index.get_mut(m) {
                     *slot = Some(out.len());
                 }
                 out.push(message);
-                origin.push(Some(m));
+                origin.push(Origin {
+                    from: Some(m),
+                    edited,
+                });
             }
         }
         for exchange in due.remove(&m).unwrap_or_default() {
@@ -357,7 +415,15 @@ pub fn repair_conversation(
     }
     conv.messages = out;
     let unrepaired = super::validate::validate_conversation(&conv, options);
-    (conv, report, unrepaired)
+    RepairOutcome {
+        conversation: conv,
+        report,
+        unrepaired,
+        untouched: origin
+            .iter()
+            .map(|o| o.from.filter(|_| !o.edited))
+            .collect(),
+    }
 }
 
 fn show(id: Option<&str>) -> String {
@@ -394,13 +460,15 @@ fn into_items(message: &mut Message) {
 fn place_results(
     format: Format,
     out: &mut Vec<Message>,
-    origin: &mut Vec<Option<usize>>,
+    origin: &mut Vec<Origin>,
     target: Option<usize>,
     parts: Vec<Part>,
 ) {
-    let target = target
-        .filter(|_| format != Format::OpenAi)
-        .and_then(|t| out.get_mut(t));
+    let target = target.filter(|_| format != Format::OpenAi);
+    if let Some(edited) = target.and_then(|t| origin.get_mut(t)) {
+        edited.edited = true;
+    }
+    let target = target.and_then(|t| out.get_mut(t));
     match (format, target) {
         (Format::OpenAi, _) => {
             for part in parts {
@@ -410,7 +478,7 @@ fn place_results(
                     Role::Function
                 };
                 out.push(Message::whole(format, role, part));
-                origin.push(None);
+                origin.push(ADDED);
             }
         }
         (_, Some(message)) => {
@@ -437,24 +505,33 @@ fn place_results(
                 Role::Tool
             };
             out.push(Message::with_parts(format, role, parts));
-            origin.push(None);
+            origin.push(ADDED);
         }
     }
 }
 
+/// The origin of a message the repair added.
+const ADDED: Origin = Origin {
+    from: None,
+    edited: true,
+};
+
 fn merge_and_reorder(
     out: &mut Vec<Message>,
-    origin: &mut Vec<Option<usize>>,
+    origin: &mut Vec<Origin>,
     report: &mut Vec<RepairAction>,
 ) {
     let mut merged: Vec<Message> = Vec::with_capacity(out.len());
-    let mut merged_origin: Vec<Option<usize>> = Vec::with_capacity(out.len());
+    let mut merged_origin: Vec<Origin> = Vec::with_capacity(out.len());
     for (message, from) in std::mem::take(out).into_iter().zip(std::mem::take(origin)) {
-        let index = from
-            .or_else(|| merged_origin.last().copied().flatten())
+        let index = (from.from)
+            .or_else(|| merged_origin.last().and_then(|o| o.from))
             .unwrap_or(0);
         match merged.last_mut() {
             Some(prev) if prev.role == message.role => {
+                if let Some(prev_origin) = merged_origin.last_mut() {
+                    prev_origin.edited = true;
+                }
                 let mut message = message;
                 into_items(prev);
                 into_items(&mut message);
@@ -477,7 +554,7 @@ fn merge_and_reorder(
             }
         }
     }
-    for (message, from) in merged.iter_mut().zip(&merged_origin) {
+    for (message, from) in merged.iter_mut().zip(&mut merged_origin) {
         if message.role != Role::User {
             continue;
         }
@@ -498,11 +575,12 @@ fn merge_and_reorder(
                 .partition(|p| p.kind == PartKind::ToolResult);
             message.parts = results;
             message.parts.extend(others);
+            from.edited = true;
             let text = "moved tool_result blocks before the other blocks".to_owned();
             report.push(action(
                 RepairKind::ReorderToolResults,
                 ProblemKind::ToolResultNotFirst,
-                (from.unwrap_or(0), None),
+                (from.from.unwrap_or(0), None),
                 None,
                 text,
             ));

@@ -51,7 +51,10 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
-    use crate::messages::{detect_format, parse_messages, validate_conversation, MessagesOptions};
+    use crate::messages::{
+        detect_format, parse_message, parse_messages, parse_skimmed_messages_value,
+        repair_conversation_traced, validate_conversation, MessagesOptions, RepairOutcome,
+    };
 
     /// `text` as a reader that skims would hand it on: cut to its first [`SKIM_UNITS`] UTF-16
     /// units unless those are all whitespace.
@@ -161,6 +164,60 @@ mod tests {
                     );
                     let auto = MessagesOptions::default();
                     assert_eq!(checked(&long, &auto), checked(&skimmed, &auto), "{name}");
+                }
+            }
+        }
+    }
+
+    /// What a repair decided, as JSON text, to compare.
+    fn decisions(outcome: &RepairOutcome) -> String {
+        let report = serde_json::to_string(&outcome.report).unwrap_or_default();
+        let unrepaired = serde_json::to_string(&outcome.unrepaired).unwrap_or_default();
+        format!("{report} {unrepaired} {:?}", outcome.untouched)
+    }
+
+    /// The repair of a skimmed conversation decides as the repair of the whole one; once the
+    /// messages it did not leave alone are read again whole (as `repairMessages` does), the
+    /// messages it edits or adds are not skimmed and are those of the whole repair.
+    #[test]
+    fn skimmed_repair_decides_as_the_whole_and_writes_only_whole_messages() {
+        let pads = ["x".repeat(300), " ".repeat(300), "é🦀".repeat(200)];
+        for (name, input, options) in fixtures() {
+            for pad in &pads {
+                for front in [true, false] {
+                    let long = lengthen(&input, None, pad, front);
+                    let Ok(whole) = parse_messages(&long, &options) else {
+                        continue;
+                    };
+                    let whole = repair_conversation_traced(whole, &options);
+                    let skimmed =
+                        || parse_skimmed_messages_value(skim(&long, None), &options).unwrap();
+                    let first = repair_conversation_traced(skimmed(), &options);
+                    assert_eq!(decisions(&first), decisions(&whole), "{name} {pad:?}");
+                    let list = long.get("messages").unwrap_or(&long).as_array().unwrap();
+                    let mut conv = skimmed();
+                    let format = conv.format();
+                    for (i, message) in conv.messages_mut().iter_mut().enumerate() {
+                        if !first.untouched.contains(&Some(i)) {
+                            *message = parse_message(format, list[i].clone()).unwrap();
+                        }
+                    }
+                    let again = repair_conversation_traced(conv, &options);
+                    assert_eq!(decisions(&again), decisions(&whole), "{name} {pad:?}");
+                    let out = again.conversation.messages().iter().zip(&again.untouched);
+                    for (k, (message, at)) in out.enumerate() {
+                        let expected = &whole.conversation.messages()[k];
+                        match at {
+                            None => {
+                                assert!(!message.is_skimmed(), "{name} {pad:?} [{k}]");
+                                assert_eq!(message.to_value(), expected.to_value(), "{name}");
+                            }
+                            Some(i) => {
+                                assert!(message.is_skimmed(), "{name} [{k}]");
+                                assert_eq!(expected.to_value(), list[*i], "{name} [{k}]");
+                            }
+                        }
+                    }
                 }
             }
         }
