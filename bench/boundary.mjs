@@ -2,8 +2,10 @@
 // How conversations should cross the JS/wasm boundary: parse + validate + write back the bench's
 // ~2 MB, ~670-message conversation three ways, next to an exact count of the same conversation
 // for scale (the issue's target: under 10% of it):
-// - the walk that ships (src/bindings/walk.rs): validateMessages, and repairMessages on the
-//   conversation with one stray tool result in it (a repair writes back only what it changed);
+// - what ships (src/bindings/walk.rs): validateMessages, and repairMessages on the conversation
+//   with one stray tool result in it (both read long texts in part, src/messages/skim.rs, and a
+//   repair writes back only what it changed), and the walk reading everything and writing the
+//   whole conversation back (a full round trip, as the two below);
 // - one JSON string each way (JSON.stringify in, serde_json, JSON.parse out);
 // - serde-wasm-bindgen (a generic walk of the object graph each way).
 //
@@ -27,7 +29,7 @@ const reps = Number(process.argv.find((a) => a.startsWith("--reps="))?.slice(7) 
 /** Builds the probe package when it is missing or older than the Rust sources. */
 function buildProbe() {
   const wasm = join(probeDir, "context_keeper_bg.wasm");
-  const newest = ["src/bindings/messages.rs", "src/bindings/walk.rs", "src/messages/mod.rs", "Cargo.toml"]
+  const newest = ["src/bindings/messages.rs", "src/bindings/walk.rs", "src/messages/mod.rs", "src/messages/repair.rs", "src/messages/skim.rs", "Cargo.toml"]
     .map((f) => statSync(join(root, f)).mtimeMs)
     .reduce((a, b) => Math.max(a, b));
   if (existsSync(wasm) && statSync(wasm).mtimeMs > newest) return;
@@ -62,10 +64,13 @@ const bytes = Buffer.byteLength(JSON.stringify(chat));
 // Both strategies must agree before either is timed.
 const [viaJson, problemsJson] = probe.__boundaryProbe(chat, "json");
 const [viaSerde, problemsSerde] = probe.__boundaryProbe(chat, "serde");
-if (JSON.stringify(viaJson) !== JSON.stringify(chat) || JSON.stringify(viaSerde) !== JSON.stringify(chat)) {
+const [viaWalk, problemsWalk] = probe.__boundaryProbe(chat, "walk");
+if ([viaJson, viaSerde, viaWalk].some((via) => JSON.stringify(via) !== JSON.stringify(chat))) {
   throw new Error("boundary: a strategy did not round-trip the conversation");
 }
-if (JSON.stringify(problemsJson) !== JSON.stringify(problemsSerde)) throw new Error("boundary: strategies disagree");
+if ([problemsSerde, problemsWalk].some((p) => JSON.stringify(p) !== JSON.stringify(problemsJson))) {
+  throw new Error("boundary: strategies disagree");
+}
 
 // The walk's repair must drop exactly the stray result and give back everything else as it was.
 const broken = [...chat.slice(0, 5), { role: "tool", tool_call_id: "stray", content: "lost" }, ...chat.slice(5)];
@@ -79,6 +84,7 @@ const validate = time(() => probe.validateMessages(chat));
 const repair = time(() => probe.repairMessages(broken));
 const json = time(() => probe.__boundaryProbe(chat, "json"));
 const serde = time(() => probe.__boundaryProbe(chat, "serde"));
+const walkWhole = time(() => probe.__boundaryProbe(chat, "walk"));
 const exact = time(() => texts.reduce((n, t) => n + probe.countTokens(t), 0));
 const pct = (ms) => `${((100 * ms) / exact).toFixed(1)}%`;
 
@@ -88,6 +94,7 @@ console.log("|---|---:|---:|---:|");
 const row = (name, ms) => console.log(`| ${name} | ${ms.toFixed(1)} | ${(ms / serde).toFixed(2)}x | ${pct(ms)} |`);
 row("walk (shipped): validateMessages", validate);
 row("walk (shipped): repairMessages, one edit", repair);
+row("walk read whole, written back whole as JSON", walkWhole);
 row("one JSON string each way", json);
 row("serde-wasm-bindgen", serde);
 console.log(`| exact o200k count of the message texts | ${exact.toFixed(1)} | | 100% |`);

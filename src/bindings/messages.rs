@@ -401,13 +401,24 @@ fn json_to_js(value: &Value) -> Result<JsValue, MessagesError> {
 }
 
 /// For `bench/boundary.mjs` only (feature `boundary-probe`, never in the package): parse,
-/// validate and write back a conversation, crossing the boundary as JSON text (`"json"`) or
-/// through serde-wasm-bindgen (`"serde"`), so the two can be timed next to the walk that ships
-/// (`validateMessages`, `repairMessages`).
+/// validate and write back a whole conversation, crossing the boundary as JSON text (`"json"`),
+/// through serde-wasm-bindgen (`"serde"`), or read whole by the walk and written back as JSON
+/// text (`"walk"`), so they can be timed next to what ships (`validateMessages` and
+/// `repairMessages`, which read long texts in part and write back only what they change).
 #[cfg(feature = "boundary-probe")]
 #[wasm_bindgen(js_name = __boundaryProbe, skip_typescript)]
 pub fn boundary_probe(messages: JsValue, strategy: &str) -> Result<JsValue, MessagesError> {
     let options = MessagesOptions::default();
+    if strategy == "walk" {
+        let value = walk::read(&messages, None)
+            .map_err(|err| MessagesError::Internal(format!("{err:?}")))?
+            .unwrap_or(Value::Null);
+        let conversation = messages::parse_messages_value(value, &options)?;
+        let problems = messages::validate_conversation(&conversation, &options);
+        let problems =
+            serde_json::to_value(&problems).map_err(|e| MessagesError::Internal(e.to_string()))?;
+        return json_to_js(&Value::Array(vec![conversation.into_value(), problems]));
+    }
     if strategy == "serde" {
         let value: serde_json::Value = serde_wasm_bindgen::from_value(messages)
             .map_err(|e| MessagesError::Internal(e.to_string()))?;
