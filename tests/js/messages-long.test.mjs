@@ -3,21 +3,8 @@
 // inside them as before.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync } from "node:fs";
 import { detectFormat, validateMessages, repairMessages } from "context-keeper";
-
-const dir = new URL("../data/messages/", import.meta.url);
-const fixtures = readdirSync(dir)
-  .filter((f) => f.endsWith(".input.json"))
-  .sort()
-  .map((f) => {
-    const name = f.replace(/\.input\.json$/, "");
-    const read = (suffix) => JSON.parse(readFileSync(new URL(`${name}.${suffix}.json`, dir), "utf8"));
-    return { name, input: read("input"), expected: read("expected") };
-  });
-
-const optionsOf = ({ options }) => ({ format: options.format ?? undefined, allowPendingCalls: options.allowPendingCalls });
-const withoutProse = (items) => items.map(({ message, ...rest }) => rest);
+import { fixtures, optionsOf, withoutProse } from "./fixtures.mjs";
 
 /** `value` with every string made long: blank ones stay blank, the others stay not blank. */
 function lengthen(value, front) {

@@ -3,24 +3,9 @@
 // validator on AI SDK output.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync } from "node:fs";
 import { modelMessageSchema } from "ai";
 import { detectFormat, validateMessages, repairMessages, countTokens, countMessages } from "context-keeper";
-
-const dir = new URL("../data/messages/", import.meta.url);
-const fixtures = readdirSync(dir)
-  .filter((f) => f.endsWith(".input.json"))
-  .sort()
-  .map((f) => {
-    const name = f.replace(/\.input\.json$/, "");
-    const read = (suffix) => JSON.parse(readFileSync(new URL(`${name}.${suffix}.json`, dir), "utf8"));
-    return { name, input: read("input"), expected: read("expected") };
-  });
-
-/** The options a fixture was recorded with, as the JS API takes them. */
-const optionsOf = ({ options }) => ({ format: options.format ?? undefined, allowPendingCalls: options.allowPendingCalls });
-/** Reports without their prose, which is for humans and free to change. */
-const withoutProse = (items) => items.map(({ message, ...rest }) => rest);
+import { fixtures, optionsOf, withoutProse } from "./fixtures.mjs";
 
 test("there are fixtures in every format", () => {
   const formats = new Set(fixtures.map((f) => f.expected.format));
