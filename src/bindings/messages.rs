@@ -202,18 +202,6 @@ fn skim_conversation(messages: &JsValue) -> Result<Value, ArgumentError> {
         })
 }
 
-/// The options, and the conversation read with them (`read` is [`read_conversation`] or
-/// [`skim_conversation`]).
-fn read_with_options(
-    messages: &JsValue,
-    options: Option<MessagesOptionsJs>,
-    read: fn(&JsValue) -> Result<Value, ArgumentError>,
-) -> Result<(Conversation, MessagesOptions), MessagesError> {
-    let options = read_options(options)?;
-    let conversation = messages::parse_messages_value(read(messages)?, &options)?;
-    Ok((conversation, options))
-}
-
 /// A serializable result as a JS value.
 fn to_js<T: Serialize>(value: &T) -> Result<JsValue, MessagesError> {
     super::to_js(value).map_err(MessagesError::Internal)
@@ -233,7 +221,8 @@ pub fn validate_messages(
     options: Option<MessagesOptionsJs>,
 ) -> Result<JsValue, MessagesError> {
     enter();
-    let (conversation, options) = read_with_options(&messages, options, skim_conversation)?;
+    let options = read_options(options)?;
+    let conversation = messages::parse_messages_value(skim_conversation(&messages)?, &options)?;
     to_js(&messages::validate_conversation(&conversation, &options))
 }
 

@@ -611,7 +611,7 @@ const KEPT_BUFFER: usize = 1 << 20;
 pub fn with_str<R>(text: &JsString, f: impl FnOnce(&str) -> R) -> R {
     let len = text.length() as usize;
     if len <= LONG_STRING as usize {
-        return f(&text.as_string().unwrap_or_default());
+        return f(&short_string(text));
     }
     let Ok(mut buffer) = BUFFER.with(|b| b.try_borrow_mut().map(|mut b| std::mem::take(&mut *b)))
     else {
