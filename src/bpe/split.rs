@@ -40,6 +40,15 @@ fn at(t: &[u8], i: usize) -> Option<Ch> {
             len: 1,
         });
     }
+    Some(non_ascii_at(t, i, b0))
+}
+
+/// [`at`] for a character that is not ASCII, whose first byte is `b0`.
+// NOTE: out of line. `at` is inlined into every loop of the scanners; with this decode in
+// each copy the counting function's code doubled, and V8 compiles all of it on a module's
+// first count. Characters that are not ASCII cost a call, small next to their merges.
+#[inline(never)]
+fn non_ascii_at(t: &[u8], i: usize, b0: u8) -> Ch {
     let cont = |k: usize| u32::from(t.get(i + k).copied().unwrap_or(0x80) & 0x3f);
     let (cp, len) = if b0 < 0xe0 {
         ((u32::from(b0 & 0x1f) << 6) | cont(1), 2)
@@ -51,11 +60,11 @@ fn at(t: &[u8], i: usize) -> Option<Ch> {
             4,
         )
     };
-    Some(Ch {
+    Ch {
         cp,
         cls: super::class::of(cp),
         len,
-    })
+    }
 }
 
 const CR: u32 = '\r' as u32;
