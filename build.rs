@@ -31,7 +31,10 @@ mod class_bits;
 #[path = "src/bpe/layout.rs"]
 mod layout;
 use class_bits::{BLOCK_SHIFT, LETTER, LOWERISH, NUMBER, SPACE, UPPERISH};
-use layout::{GROUP_NONE, GROUP_RECORD, PAIR_BITS, PAIR_NONE, PREFIX_RECORD, ROWS, SPLIT};
+use layout::{
+    tables_id, GROUP_NONE, GROUP_RECORD, PAIR_BITS, PAIR_NONE, PREFIX_RECORD, ROWS, SPLIT,
+    TABLES_HEADER, TABLES_MAGIC,
+};
 
 /// Prefixes with more tokens than this are split into blocks by third byte.
 const SPLIT_FROM: usize = 512;
@@ -235,17 +238,6 @@ fn write_encoding(
     }
     pre.extend_from_slice(&at.to_le_bytes());
     pre.extend_from_slice(&records);
-    std::fs::write(out.join(format!("{file}.tok")), &tok).expect("write tokens");
-    std::fs::write(out.join(format!("{file}.rank")), &ranks).expect("write ranks");
-    std::fs::write(out.join(format!("{file}.short")), &short).expect("write short tokens");
-    std::fs::write(out.join(format!("{file}.pre")), &pre).expect("write prefixes");
-    std::fs::write(out.join(format!("{file}.grp")), &grp).expect("write groups");
-    let spl: Vec<u8> = spl.iter().flatten().flat_map(|g| g.to_le_bytes()).collect();
-    std::fs::write(out.join(format!("{file}.spl")), &spl).expect("write splits");
-    let _ = writeln!(
-        consts,
-        "pub(crate) const {name}_RANK_BITS: u32 = {rank_bits};"
-    );
     // Whether every string of one to three ASCII digits is one token, which lets the counter
     // count a run of ASCII digits without looking at it (see `split::Pieces::ascii_digits`).
     let is_token = |t: &[u8]| {
@@ -256,6 +248,39 @@ fn write_encoding(
     let digit_tokens = (1..=3u32).all(|width| {
         (0..10u32.pow(width)).all(|n| is_token(format!("{n:0w$}", w = width as usize).as_bytes()))
     });
+    std::fs::write(out.join(format!("{file}.tok")), &tok).expect("write tokens");
+    std::fs::write(out.join(format!("{file}.rank")), &ranks).expect("write ranks");
+    std::fs::write(out.join(format!("{file}.short")), &short).expect("write short tokens");
+    std::fs::write(out.join(format!("{file}.pre")), &pre).expect("write prefixes");
+    std::fs::write(out.join(format!("{file}.grp")), &grp).expect("write groups");
+    let spl: Vec<u8> = spl.iter().flatten().flat_map(|g| g.to_le_bytes()).collect();
+    std::fs::write(out.join(format!("{file}.spl")), &spl).expect("write splits");
+    // The same tables in one file, for builds that read them from the host at run time.
+    let parts = [&tok, &ranks, &short, &pre, &grp, &spl];
+    let body: Vec<u8> = parts.iter().flat_map(|p| p.iter().copied()).collect();
+    let id = tables_id(&body);
+    let mut tables = Vec::with_capacity(TABLES_HEADER + body.len());
+    tables.extend_from_slice(&TABLES_MAGIC);
+    tables.extend_from_slice(&id.to_le_bytes());
+    tables.extend_from_slice(&rank_bits.to_le_bytes());
+    tables.extend_from_slice(&u32::from(digit_tokens).to_le_bytes());
+    for part in parts {
+        let len = u32::try_from(part.len()).expect("a table under 4 GiB");
+        tables.extend_from_slice(&len.to_le_bytes());
+    }
+    assert_eq!(tables.len(), TABLES_HEADER);
+    tables.extend_from_slice(&body);
+    std::fs::write(out.join(format!("{file}.tables")), &tables).expect("write tables");
+    let _ = writeln!(consts, "pub(crate) const {name}_TABLES_ID: u64 = {id};");
+    let _ = writeln!(
+        consts,
+        "pub(crate) const {name}_TABLES_LEN: usize = {};",
+        tables.len()
+    );
+    let _ = writeln!(
+        consts,
+        "pub(crate) const {name}_RANK_BITS: u32 = {rank_bits};"
+    );
     let _ = writeln!(
         consts,
         "pub(crate) const {name}_DIGIT_TOKENS: bool = {digit_tokens};"

@@ -15,8 +15,10 @@ const cacheFile = join(cacheDir, "sizes.json");
 
 /** The files that make up each peer's counter, relative to its package directory. */
 const KEY_FILES = {
-  // (each entry's .wasm ships once, in web/, and its Node build reads it from there)
+  // (each entry's .wasm ships once, in web/, and its Node build reads it from there; but the
+  // main entry's Node build has a .wasm of its own, without tables, and reads the tables files)
   "context-keeper": ["web/context_keeper_bg.wasm", "node/context_keeper.js",
+    "node/context_keeper_bg.wasm", "node/o200k.tables", "node/cl100k.tables",
     // The subpath entries: context-keeper/o200k, /cl100k (one encoding each), /lite (no tables).
     "o200k/web/context_keeper_bg.wasm", "cl100k/web/context_keeper_bg.wasm", "lite/web/context_keeper_bg.wasm"],
   tiktoken: ["tiktoken_bg.wasm", "tiktoken_bg.cjs"],

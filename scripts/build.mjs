@@ -2,7 +2,9 @@
 // Builds the npm package into pkg/ from the matrix in wasm-pack.toml: for each entry (a feature
 // set), one `cargo build` for wasm32, one `wasm-bindgen` per target, one wasm-opt pass with npm's
 // binaryen (in the background, while cargo builds the next entry); then pkg-template/ with the
-// version of Cargo.toml, and each entry's modules.
+// version of Cargo.toml, and each entry's modules. An entry with `node-features` gets a second
+// build for its nodejs target, which reads its tables from the `<enc>.tables` files placed
+// next to its glue.
 //
 //   node scripts/build.mjs          release build into pkg/
 //   node scripts/build.mjs --dev    debug build (faster to compile, large and slow .wasm)
@@ -70,28 +72,38 @@ if (!dev && !optimize) console.warn("build: wasm-opt skipped (npm's binaryen is 
 const stagedDir = (entry) => join(staging, entry.dir || "_default");
 const packageDir = (entry) => join(out, entry.dir);
 
-rmSync(staging, { recursive: true, force: true });
-const optimizing = [];
-for (const entry of entries) {
-  const features = entry.features ?? [];
-  const args = ["build", "--lib", "--target", "wasm32-unknown-unknown", "--no-default-features"];
+/**
+ * `cargo build` of the crate for wasm32 with `features` (and `env`); returns its OUT_DIR, where
+ * build.rs wrote the tables.
+ */
+function cargoBuild(features, env = {}) {
+  const args = ["build", "--lib", "--target", "wasm32-unknown-unknown", "--no-default-features",
+    "--message-format=json-render-diagnostics"];
   if (!dev) args.push("--release");
   if (features.length > 0) args.push("--features", features.join(","));
-  run("cargo", args);
-  const dir = stagedDir(entry);
+  const json = run("cargo", args, { stdio: ["inherit", "pipe", "inherit"], encoding: "utf8",
+    maxBuffer: 64 << 20, env: { ...process.env, ...env } });
+  const outDir = json.split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line))
+    .find((m) => m.reason === "build-script-executed" && m.package_id.includes(cargo.package.name))?.out_dir;
+  if (!outDir) throw new Error("cargo build: no OUT_DIR reported for the crate's build script");
+  return outDir;
+}
+
+/** Runs wasm-bindgen for each `[dirName, target]` of `targetList` on the wasm cargo just built. */
+function bindgen(dir, targetList) {
   mkdirSync(dir, { recursive: true });
   // NOTE: copied aside, since cargo writes every feature set's .wasm to the same path.
   const input = join(dir, `${crateName}.wasm`);
   cpSync(cargoWasm, input);
   const outputs = [];
-  for (const [targetDirName, target] of targets) {
-    const bindgen = [input, "--out-dir", join(dir, targetDirName), "--out-name", crateName, "--target", target];
-    if (dev) bindgen.push("--debug");
-    run("wasm-bindgen", bindgen);
+  for (const [targetDirName, target] of targetList) {
+    const args = [input, "--out-dir", join(dir, targetDirName), "--out-name", crateName, "--target", target];
+    if (dev) args.push("--debug");
+    run("wasm-bindgen", args);
     outputs.push(join(dir, targetDirName, `${crateName}_bg.wasm`));
   }
   rmSync(input);
-  if (!optimize) continue;
+  if (!optimize) return;
   // wasm-bindgen writes the same .wasm for every target; optimise it once and copy the result.
   const [first, ...rest] = outputs;
   const same = rest.filter((path) => readFileSync(path).equals(readFileSync(first)));
@@ -99,6 +111,28 @@ for (const entry of entries) {
   for (const path of [first, ...separate]) {
     const done = runInBackground(wasmOpt, [...matrix["wasm-opt"].args, path, "-o", path]);
     optimizing.push(path === first ? done.then(() => same.forEach((copy) => cpSync(first, copy))) : done);
+  }
+}
+
+/** The staged Node build of an entry with `node-features`, and the tables files it reads. */
+const hostStagedDir = (entry) => join(stagedDir(entry), "_host");
+const TABLES = { o200k: "o200k", cl100k: "cl100k" };
+
+rmSync(staging, { recursive: true, force: true });
+const optimizing = [];
+for (const entry of entries) {
+  const features = entry.features ?? [];
+  const nodeFeatures = entry["node-features"] ?? [];
+  cargoBuild(features);
+  // An entry with a Node build of its own has its nodejs target made from that build.
+  const own = nodeFeatures.length > 0;
+  bindgen(stagedDir(entry), own ? targets.filter(([, target]) => target !== "nodejs") : targets);
+  if (!own) continue;
+  const outDir = cargoBuild([...features, ...nodeFeatures], { CONTEXT_KEEPER_TABLES_DIR: "." });
+  const host = hostStagedDir(entry);
+  bindgen(host, targets.filter(([, target]) => target === "nodejs"));
+  for (const feature of features.filter((f) => TABLES[f])) {
+    cpSync(join(outDir, `${TABLES[feature]}.tables`), join(host, `${TABLES[feature]}.tables`));
   }
 }
 await Promise.all(optimizing);
@@ -119,10 +153,18 @@ for (const entry of entries) {
   }
   for (const [targetDirName, target] of targets) {
     mkdirSync(join(to, targetDirName), { recursive: true });
-    const readsShared = target === "nodejs" && shared;
-    for (const file of readdirSync(join(from, targetDirName))) {
+    const own = target === "nodejs" && (entry["node-features"] ?? []).length > 0;
+    const readsShared = target === "nodejs" && shared && !own;
+    if (own) {
+      const host = hostStagedDir(entry);
+      for (const file of readdirSync(host).filter((f) => f.endsWith(".tables"))) {
+        cpSync(join(host, file), join(to, targetDirName, file));
+      }
+    }
+    const staged = own ? join(hostStagedDir(entry), targetDirName) : join(from, targetDirName);
+    for (const file of readdirSync(staged)) {
       if (file.endsWith(".js") || file.endsWith(".d.ts") || (file.endsWith(".wasm") && !readsShared)) {
-        cpSync(join(from, targetDirName, file), join(to, targetDirName, file));
+        cpSync(join(staged, file), join(to, targetDirName, file));
       }
     }
     if (target !== "nodejs") continue;
@@ -170,6 +212,13 @@ for (const entry of entries) {
   const gzip = gzipSync(wasm, { level: 9 }).length;
   const brotli = brotliCompressSync(wasm, { params: { [zlib.BROTLI_PARAM_QUALITY]: 11 } }).length;
   console.log(`${relative(root, path)}: ${kb(wasm.length)} raw, ${kb(gzip)} gzip, ${kb(brotli)} brotli`);
+}
+for (const entry of entries.filter((e) => (e["node-features"] ?? []).length > 0)) {
+  const dir = join(packageDir(entry), targets.find(([, target]) => target === "nodejs")[0]);
+  for (const file of readdirSync(dir).filter((f) => f.endsWith(".wasm") || f.endsWith(".tables"))) {
+    const bytes = readFileSync(join(dir, file));
+    console.log(`${relative(root, join(dir, file))}: ${kb(bytes.length)} raw, ${kb(gzipSync(bytes, { level: 9 }).length)} gzip (Node only)`);
+  }
 }
 const seconds = ((performance.now() - started) / 1000).toFixed(0);
 console.log(`build: wrote ${relative(process.cwd(), out) || "."}/ (context-keeper ${manifest.version}${dev ? ", dev" : ""}) in ${seconds} s`);

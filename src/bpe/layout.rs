@@ -33,3 +33,32 @@ pub(crate) const GROUP_NONE: u32 = (1 << (32 - PAIR_BITS)) - 1;
 pub(crate) const PREFIX_RECORD: usize = 5;
 /// Bytes per record of `<enc>.grp`.
 pub(crate) const GROUP_RECORD: usize = 16;
+
+// - `<enc>.tables`: the six tables above in one file, for builds that read them from the host
+//   at run time (Cargo feature `host-tables`) rather than from the binary: a `TABLES_HEADER`-
+//   byte header, then `.tok`, `.rank`, `.short`, `.pre`, `.grp` and `.spl` back to back. The
+//   header: `TABLES_MAGIC`; the tables' id (little-endian u64, FNV-1a of everything after the
+//   header; `bpe_consts.rs` holds the id of the tables a build was made with, so a file from
+//   another build is refused); the rank width and the digit flag (u32 each); the six lengths
+//   (u32 each, in file order).
+
+/// The first bytes of `<enc>.tables`.
+pub(crate) const TABLES_MAGIC: [u8; 8] = *b"ckTables";
+/// Bytes of `<enc>.tables`'s header.
+pub(crate) const TABLES_HEADER: usize = 8 + 8 + 4 + 4 + 6 * 4;
+
+/// The id of `<enc>.tables`: 64-bit FNV-1a of the bytes after its header.
+// NOTE: computed by build.rs; the library only compares ids (and its tests recompute one).
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) const fn tables_id(body: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut i = 0;
+    while i < body.len() {
+        // Indexing is checked by the loop bound.
+        #[allow(clippy::indexing_slicing)]
+        let byte = body[i];
+        hash = (hash ^ byte as u64).wrapping_mul(0x0100_0000_01b3);
+        i += 1;
+    }
+    hash
+}

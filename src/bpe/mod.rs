@@ -8,7 +8,9 @@
 //!   bit-packed, with a directory by two-byte prefix) into the binary; the first use of an
 //!   encoding reads the directory, and each prefix's tokens are decoded and hashed when first
 //!   needed ([`vocab`]). There is no base64 or text parsing, no decoder, no regex
-//!   compilation. An encoding never used is never decoded.
+//!   compilation. An encoding never used is never decoded. With the Cargo feature
+//!   `host-tables` (the main entry's Node build) the same tables are a file read on first use
+//!   instead ([`host`]).
 //! - Merging: tiktoken's rank merge for short pieces (with a small cache of recent pieces'
 //!   counts), a heap merge for longer ones, and for pieces of 20 KiB and more a merge chunk by
 //!   chunk whose every cut is proven not to change the result (so a megabyte of one letter is
@@ -20,6 +22,8 @@
 //! [`crate::count_tokens`] does.
 
 mod class;
+#[cfg(feature = "host-tables")]
+mod host;
 mod layout;
 mod split;
 mod vocab;
@@ -31,11 +35,13 @@ use crate::count::{CountError, Encoding};
 use split::{Pattern, Pieces};
 use vocab::{Scratch, Source, Vocab};
 
+// NOTE: each build uses the constants of its own table source (built-in or host).
+#[allow(dead_code)]
 mod generated {
     include!(concat!(env!("OUT_DIR"), "/bpe_consts.rs"));
 }
 
-#[cfg(feature = "o200k")]
+#[cfg(all(feature = "o200k", not(feature = "host-tables")))]
 static O200K_SOURCE: Source = Source {
     tokens: include_bytes!(concat!(env!("OUT_DIR"), "/o200k.tok")),
     ranks: include_bytes!(concat!(env!("OUT_DIR"), "/o200k.rank")),
@@ -47,7 +53,7 @@ static O200K_SOURCE: Source = Source {
     digit_tokens: generated::O200K_DIGIT_TOKENS,
 };
 
-#[cfg(feature = "cl100k")]
+#[cfg(all(feature = "cl100k", not(feature = "host-tables")))]
 static CL100K_SOURCE: Source = Source {
     tokens: include_bytes!(concat!(env!("OUT_DIR"), "/cl100k.tok")),
     ranks: include_bytes!(concat!(env!("OUT_DIR"), "/cl100k.rank")),
@@ -61,14 +67,22 @@ static CL100K_SOURCE: Source = Source {
 
 type Loaded = Result<Vocab, String>;
 
-fn source(encoding: Encoding) -> Option<Source> {
+/// An encoding's tables: built into the binary, or (Cargo feature `host-tables`) read from
+/// the host now (see [`host`]).
+fn source(encoding: Encoding) -> Result<Source, String> {
     match encoding {
-        #[cfg(feature = "o200k")]
-        Encoding::O200kBase => Some(O200K_SOURCE),
-        #[cfg(feature = "cl100k")]
-        Encoding::Cl100kBase => Some(CL100K_SOURCE),
+        #[cfg(all(feature = "o200k", not(feature = "host-tables")))]
+        Encoding::O200kBase => Ok(O200K_SOURCE),
+        #[cfg(all(feature = "cl100k", not(feature = "host-tables")))]
+        Encoding::Cl100kBase => Ok(CL100K_SOURCE),
+        #[cfg(all(feature = "o200k", feature = "host-tables"))]
+        Encoding::O200kBase => host::read("o200k", generated::O200K_TABLES_LEN)
+            .and_then(|file| Source::parse(file, generated::O200K_TABLES_ID)),
+        #[cfg(all(feature = "cl100k", feature = "host-tables"))]
+        Encoding::Cl100kBase => host::read("cl100k", generated::CL100K_TABLES_LEN)
+            .and_then(|file| Source::parse(file, generated::CL100K_TABLES_ID)),
         #[allow(unreachable_patterns)]
-        _ => None,
+        _ => Err("this build was made without the Cargo feature for it".into()),
     }
 }
 
@@ -79,10 +93,7 @@ fn vocab(encoding: Encoding) -> Result<&'static Vocab, CountError> {
         Encoding::O200kBase => &O200K,
         Encoding::Cl100kBase => &CL100K,
     };
-    let loaded = cell.get_or_init(|| match source(encoding) {
-        Some(src) => Vocab::load(src),
-        None => Err("this build was made without the Cargo feature for it".into()),
-    });
+    let loaded = cell.get_or_init(|| source(encoding).and_then(Vocab::load));
     loaded
         .as_ref()
         .map_err(|reason| CountError::TablesUnavailable {
@@ -201,6 +212,44 @@ mod tests {
 
     /// The digit fast path of [`count`] is taken in both encodings (and is exact:
     /// `tests/bpe_equality.rs`).
+    /// The `<enc>.tables` file that builds with `host-tables` read holds exactly the built-in
+    /// tables, and a file from another build, cut short or too long is refused.
+    #[cfg(not(feature = "host-tables"))]
+    #[test]
+    fn tables_file_holds_the_built_in_tables() {
+        use layout::{tables_id, TABLES_HEADER};
+        let built = [
+            ("o200k", generated::O200K_TABLES_ID, O200K_SOURCE),
+            ("cl100k", generated::CL100K_TABLES_ID, CL100K_SOURCE),
+        ];
+        for (name, id, embedded) in built {
+            let path = format!("{}/{name}.tables", env!("OUT_DIR"));
+            let file: &'static [u8] = Box::leak(std::fs::read(path).unwrap().into_boxed_slice());
+            assert_eq!(tables_id(&file[TABLES_HEADER..]), id, "{name}");
+            let parsed = Source::parse(file, id).unwrap();
+            assert_eq!(parsed.tokens, embedded.tokens, "{name}");
+            assert_eq!(parsed.ranks, embedded.ranks, "{name}");
+            assert_eq!(parsed.short, embedded.short, "{name}");
+            assert_eq!(parsed.prefixes, embedded.prefixes, "{name}");
+            assert_eq!(parsed.groups, embedded.groups, "{name}");
+            assert_eq!(parsed.splits, embedded.splits, "{name}");
+            assert_eq!(parsed.rank_bits, embedded.rank_bits, "{name}");
+            assert_eq!(parsed.digit_tokens, embedded.digit_tokens, "{name}");
+
+            let other = Source::parse(file, id ^ 1).unwrap_err();
+            assert!(other.contains("another build"), "{other}");
+            assert!(Source::parse(&file[..file.len() - 1], id).is_err());
+            assert!(Source::parse(&file[..TABLES_HEADER - 1], id).is_err());
+            let mut longer = file.to_vec();
+            longer.push(0);
+            assert!(Source::parse(Box::leak(longer.into_boxed_slice()), id).is_err());
+            let mut renamed = file.to_vec();
+            renamed[0] ^= 1;
+            let not = Source::parse(Box::leak(renamed.into_boxed_slice()), id).unwrap_err();
+            assert!(not.contains("not a tables file"), "{not}");
+        }
+    }
+
     #[test]
     fn digit_strings_are_tokens() {
         for encoding in Encoding::ALL {

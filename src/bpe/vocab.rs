@@ -13,7 +13,10 @@ use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 
-use super::layout::{GROUP_NONE, GROUP_RECORD, PAIR_BITS, PAIR_NONE, PREFIX_RECORD, ROWS, SPLIT};
+use super::layout::{
+    GROUP_NONE, GROUP_RECORD, PAIR_BITS, PAIR_NONE, PREFIX_RECORD, ROWS, SPLIT, TABLES_HEADER,
+    TABLES_MAGIC,
+};
 
 /// No rank: the bytes are not a token.
 const NONE: u32 = u32::MAX;
@@ -70,6 +73,51 @@ pub(crate) struct Source {
     pub(crate) rank_bits: u32,
     /// Whether every string of one to three ASCII digits is one token.
     pub(crate) digit_tokens: bool,
+}
+
+impl Source {
+    /// The tables of an `<enc>.tables` file (layout in `layout.rs`), checked to be the ones
+    /// this build was made with (`id`) and to add up; [`Vocab::load`] checks the rest.
+    // NOTE: only builds that read their tables from the host call this (and the tests).
+    #[cfg_attr(not(any(feature = "host-tables", test)), allow(dead_code))]
+    pub(crate) fn parse(file: &'static [u8], id: u64) -> Result<Source, String> {
+        let header = file
+            .get(..TABLES_HEADER)
+            .ok_or_else(|| format!("{} bytes is too short for the header", file.len()))?;
+        if header.get(..TABLES_MAGIC.len()) != Some(&TABLES_MAGIC[..]) {
+            return Err("not a tables file".into());
+        }
+        let word = |at: usize| u32_at(header, at).unwrap_or(0);
+        let found = u64::from(word(8)) | u64::from(word(12)) << 32;
+        if found != id {
+            return Err(format!(
+                "the file is from another build (tables {found:016x}, this build has {id:016x})"
+            ));
+        }
+        let mut parts = [&[][..]; 6];
+        let mut at = TABLES_HEADER;
+        for (i, part) in parts.iter_mut().enumerate() {
+            let len = word(24 + 4 * i) as usize;
+            *part = file
+                .get(at..at.saturating_add(len))
+                .ok_or_else(|| format!("{} bytes is too short for its tables", file.len()))?;
+            at += len;
+        }
+        if at != file.len() {
+            return Err(format!("{} bytes after the tables", file.len() - at));
+        }
+        let [tokens, ranks, short, prefixes, groups, splits] = parts;
+        Ok(Source {
+            tokens,
+            ranks,
+            short,
+            prefixes,
+            groups,
+            splits,
+            rank_bits: word(16),
+            digit_tokens: word(20) != 0,
+        })
+    }
 }
 
 // Slot layouts (u64). Bit 63: used; bit 62: inline.

@@ -42,9 +42,18 @@ test("the tarball holds every export target and nothing else of note", () => {
     for (const file of ["node/context_keeper.js", "web/context_keeper_bg.wasm", "index.d.ts", "node.js", "browser.js", "workerd.js"]) {
       assert.ok(files.has(dir + file), `${dir + file} missing from the tarball`);
     }
+    if (dir === "") continue;
     // The nodejs build reads the web build's .wasm (the same bytes): each .wasm ships once.
     assert.ok(!files.has(`${dir}node/context_keeper_bg.wasm`), `${dir}node/context_keeper_bg.wasm ships twice`);
   }
+  // The main entry's Node build is its own (`node-features` in wasm-pack.toml): a .wasm
+  // without tables, and the tables it reads on first use.
+  for (const file of ["node/context_keeper_bg.wasm", "node/o200k.tables", "node/cl100k.tables"]) {
+    assert.ok(files.has(file), `${file} missing from the tarball`);
+  }
+  const nodeWasm = packed.files.find((f) => f.path === "node/context_keeper_bg.wasm").size;
+  const webWasm = packed.files.find((f) => f.path === "web/context_keeper_bg.wasm").size;
+  assert.ok(nodeWasm < webWasm / 3, `node/context_keeper_bg.wasm (${nodeWasm} bytes) holds tables`);
   assert.ok(files.has("README.md"), "README.md missing from the tarball");
   for (const path of files) assert.doesNotMatch(path, /\.gitignore$|^src\/|\.rs$/, `${path} should not ship`);
 });
