@@ -1220,10 +1220,16 @@ pub(crate) fn features(text: &str) -> [u64; FEATURES] {
 /// assert!((10..=14).contains(&estimate_tokens(text)));
 /// ```
 pub fn estimate_tokens(text: &str) -> usize {
+    estimate_utf8(text.as_bytes())
+}
+
+/// [`estimate_tokens`] of the UTF-8 bytes of a text. Any bytes give an estimate (no check, no
+/// panic); for the bytes of a `&str` it is [`estimate_tokens`]'s.
+pub(crate) fn estimate_utf8(text: &[u8]) -> usize {
     if text.is_empty() {
         return 0;
     }
-    let total = scan(text.as_bytes(), Total(0)).0;
+    let total = scan(text, Total(0)).0;
     // Round half up (the total is never below 0); a non-empty text is at least one token.
     let tokens = total.wrapping_add(1 << (SHIFT - 1)) >> SHIFT;
     usize::try_from(tokens).unwrap_or(usize::MAX).max(1)

@@ -202,5 +202,8 @@ pub fn estimate_tokens(
     #[wasm_bindgen(unchecked_param_type = "string")] text: JsValue,
 ) -> Result<usize, ArgumentError> {
     enter();
-    Ok(walk::with_str(text_arg(&text)?, crate::estimate_tokens))
+    Ok(walk::with_utf8(
+        text_arg(&text)?,
+        crate::estimate::estimate_utf8,
+    ))
 }
