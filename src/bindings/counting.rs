@@ -323,7 +323,7 @@ fn count_with(
                 }
                 // NOTE: its snapshot still matches, so it keeps its id; only its value is needed
                 // (for another format, other rules, or a count the cache let go).
-                let value = walk::read(&list.get(i), None)
+                let value = walk::read_item(&list.get(i), i)
                     .map_err(|e| ArgumentError::not_json(&format!("messages[{i}]"), e))?
                     .unwrap_or(Value::Null);
                 (Some(id), learnt.votes, value)
@@ -374,14 +374,14 @@ fn split(messages: &JsValue) -> Result<Option<Parts>, ArgumentError> {
 fn read_message(message: &JsValue, i: u32) -> Result<Entry, ArgumentError> {
     let in_message = |err| ArgumentError::not_json(&format!("messages[{i}]"), err);
     if !message.is_object() {
-        let value = walk::read(message, None).map_err(in_message)?;
+        let value = walk::read_item(message, i).map_err(in_message)?;
         return Ok(Entry::Fresh(
             None,
             FormatVotes::default(),
             value.unwrap_or(Value::Null),
         ));
     }
-    let (value, snapshot) = walk::read_with_snapshot(message).map_err(in_message)?;
+    let (value, snapshot) = walk::read_item_with_snapshot(message, i).map_err(in_message)?;
     let value = value.unwrap_or(Value::Null);
     let votes = FormatVotes::of_message(&value);
     let id = snapshot.map(|snapshot| {

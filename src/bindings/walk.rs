@@ -149,11 +149,15 @@ pub fn read_skimmed(value: &JsValue, skim: Skim) -> Result<Option<Value>, WalkEr
     Walker::new(false, Some(skim)).read(value, None)
 }
 
-/// Reads `value` as JSON and records a [`Snapshot`] of it, unless something in it (a `toJSON`
-/// method) makes its JSON depend on more than its properties.
-pub fn read_with_snapshot(value: &JsValue) -> Result<(Option<Value>, Option<Snapshot>), WalkError> {
+/// Reads `value`, item `index` of an array, as [`read_item`] does and records a [`Snapshot`] of
+/// it, unless something in it (a `toJSON` method) makes its JSON depend on more than its
+/// properties.
+pub fn read_item_with_snapshot(
+    value: &JsValue,
+    index: u32,
+) -> Result<(Option<Value>, Option<Snapshot>), WalkError> {
     let mut walker = Walker::new(true, None);
-    if !walker.value(value, Key::Top, None)? {
+    if !walker.value(value, Key::Index(index), None)? {
         return Ok((None, walker.snapshot.map(Snapshot)));
     }
     let snapshot = walker.snapshot.take();

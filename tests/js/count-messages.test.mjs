@@ -304,3 +304,15 @@ test("calibrate: scales approximate models only, latest call wins", () => {
   clearCalibration();
   assert.equal(countMessages(messages, { model: "claude-haiku-4-5" }).calibrated, false);
 });
+
+test("a message with toJSON is read as JSON.stringify reads it: called with its index", () => {
+  // As JSON.stringify(messages) does, toJSON gets the message's index in the list, as a string.
+  const byIndex = { toJSON: (key) => ({ role: "user", content: `message number ${key} ${"word ".repeat(Number(key) * 5)}` }) };
+  const messages = [{ role: "system", content: "Be brief." }, byIndex, { role: "assistant", content: "ok" }, byIndex];
+  const plain = JSON.parse(JSON.stringify(messages));
+  assert.notDeepEqual(plain[1], plain[3]);
+  for (let i = 0; i < 2; i++) {
+    // Twice: the second count must not reuse a reading made under another key.
+    assert.deepEqual(countMessages(messages), countMessages(plain));
+  }
+});
