@@ -30,9 +30,13 @@ pub(crate) fn read(name: &str, len: usize) -> Result<&'static [u8], String> {
     };
     // NOTE: pushed, not format!ted: this runs on a first count, and V8 compiles whatever
     // it calls then.
-    for part in ["/", TABLES_DIR, "/", name, ".tables"] {
-        path.push_str(part);
+    path.push('/');
+    if TABLES_DIR != "." {
+        path.push_str(TABLES_DIR);
+        path.push('/');
     }
+    path.push_str(name);
+    path.push_str(".tables");
     let fd = open_sync(&path, "r").map_err(|e| failed(&path, &e))?;
     let mut bytes = vec![0u8; len];
     // NOTE: a view of linear memory made after the allocation (which may grow memory), so
