@@ -12,10 +12,10 @@
 //! Runs of [`LONG_RUN`] characters or more are priced one by one instead.
 //!
 //! The hot loop takes ASCII eight bytes at a time with no branch on the text but the (rare)
-//! long-run one: a class lookup, an event lookup, a cell weight added, and a letter-pair lookup
-//! ([`RARE`]), about 30 instructions a byte. Bytes outside ASCII (and the letters of a word
-//! holding any) go through a per-character path that decodes them and adds the counters of their
-//! script.
+//! long-run one: a state lookup by the last two bytes, an event lookup (which holds the
+//! letter-pair bit, [`RARE`]) and a cell weight added, about 17 instructions a byte. Bytes
+//! outside ASCII (and the letters of a word holding any) go through a per-character path that
+//! decodes them (a table for those of two bytes) and adds the counters of their script.
 //!
 //! [`WEIGHTS`] is a constant array fitted against exact o200k_base counts by
 //! `examples/estimate_fit.rs` (see there for the method and the corpora); no vocabulary or rank
@@ -200,15 +200,16 @@ enum Kind {
     Punct,
 }
 
-/// The kind of a code point outside ASCII.
+/// The kind of a code point outside ASCII, by block; `None` where the standard library's
+/// lookups decide ([`wide_kind_slow`]). `const`, for `TABLES.wide2`.
 ///
 // NOTE: the blocks most text outside ASCII is written in are matched by range first; only the
 // rest goes to the standard library's Unicode property lookups, which cost a search each.
 #[inline(always)]
-fn wide_kind(cp: u32) -> Kind {
+const fn wide_kind_known(cp: u32) -> Option<Kind> {
     match cp {
-        0x00c0..=0x00d6 | 0x00d8..=0x00de | 0x0391..=0x03a9 | 0x0400..=0x042f => Kind::Upper,
-        0x00df..=0x00f6 | 0x00f8..=0x00ff | 0x03ac..=0x03ce | 0x0430..=0x045f => Kind::Lower,
+        0x00c0..=0x00d6 | 0x00d8..=0x00de | 0x0391..=0x03a9 | 0x0400..=0x042f => Some(Kind::Upper),
+        0x00df..=0x00f6 | 0x00f8..=0x00ff | 0x03ac..=0x03ce | 0x0430..=0x045f => Some(Kind::Lower),
         // Hebrew and Arabic letters and vowel marks, Devanagari letters and signs, kana, Han,
         // Hangul syllables, Ethiopic syllables.
         0x05d0..=0x05ea
@@ -218,23 +219,23 @@ fn wide_kind(cp: u32) -> Kind {
         | 0x30a1..=0x30fa
         | 0x4e00..=0x9fff
         | 0xac00..=0xd7a3
-        | 0x1200..=0x135a => Kind::Caseless,
+        | 0x1200..=0x135a => Some(Kind::Caseless),
         // Other Indic blocks: digits sit at offsets 0x66..=0x6f of each 128-code-point block.
-        0x0980..=0x0dff if !matches!(cp & 0x7f, 0x66..=0x6f) => Kind::Caseless,
+        0x0980..=0x0dff if !matches!(cp & 0x7f, 0x66..=0x6f) => Some(Kind::Caseless),
         // General punctuation (dashes, quotes, ellipsis), CJK and fullwidth punctuation.
-        0x2010..=0x2027 | 0x2030..=0x205e | 0x3001..=0x3003 | 0x3008..=0x3011 => Kind::Punct,
+        0x2010..=0x2027 | 0x2030..=0x205e | 0x3001..=0x3003 | 0x3008..=0x3011 => Some(Kind::Punct),
         _ => wide_kind_blocks(cp),
     }
 }
 
-/// [`wide_kind`] for the other blocks text is often written in, by block layout: letters and
+/// [`wide_kind_known`] for the other blocks text is often written in, by block layout: letters and
 /// marks with their digits and punctuation picked out, and case by the parity of the code point
 /// where the block pairs capital and small letters.
 ///
 // NOTE: a few code points in these ranges (unassigned ones, rare symbols) get a kind that the
 // Unicode tables would not give them: this is an estimate, and the standard library's lookups
 // below cost a search each.
-fn wide_kind_blocks(cp: u32) -> Kind {
+const fn wide_kind_blocks(cp: u32) -> Option<Kind> {
     let parity = if cp & 1 == 0 {
         Kind::Upper
     } else {
@@ -247,13 +248,13 @@ fn wide_kind_blocks(cp: u32) -> Kind {
     };
     match cp {
         // Latin Extended-A and -B, Latin Extended Additional, Cyrillic beyond Russian.
-        0x0100..=0x0137 | 0x014a..=0x0177 | 0x0200..=0x0233 | 0x1e00..=0x1e95 => parity,
-        0x0460..=0x0481 | 0x048a..=0x04bf | 0x04d0..=0x052f | 0x1ea0..=0x1eff => parity,
-        0x0139..=0x0148 | 0x0179..=0x017e | 0x04c1..=0x04ce => odd_upper,
-        0x0138 | 0x0149 | 0x017f | 0x0250..=0x02af | 0x0390 | 0x04cf => Kind::Lower,
-        0x0178 | 0x0386 | 0x0388..=0x038f | 0x04c0 | 0x0531..=0x0556 => Kind::Upper,
-        0x0560..=0x0588 | 0x13f8..=0x13fd | 0x10d0..=0x10fa | 0x10fd..=0x10ff => Kind::Lower,
-        0x10a0..=0x10c5 | 0x13a0..=0x13f5 | 0x1c90..=0x1cbf => Kind::Upper,
+        0x0100..=0x0137 | 0x014a..=0x0177 | 0x0200..=0x0233 | 0x1e00..=0x1e95 => Some(parity),
+        0x0460..=0x0481 | 0x048a..=0x04bf | 0x04d0..=0x052f | 0x1ea0..=0x1eff => Some(parity),
+        0x0139..=0x0148 | 0x0179..=0x017e | 0x04c1..=0x04ce => Some(odd_upper),
+        0x0138 | 0x0149 | 0x017f | 0x0250..=0x02af | 0x0390 | 0x04cf => Some(Kind::Lower),
+        0x0178 | 0x0386 | 0x0388..=0x038f | 0x04c0 | 0x0531..=0x0556 => Some(Kind::Upper),
+        0x0560..=0x0588 | 0x13f8..=0x13fd | 0x10d0..=0x10fa | 0x10fd..=0x10ff => Some(Kind::Lower),
+        0x10a0..=0x10c5 | 0x13a0..=0x13f5 | 0x1c90..=0x1cbf => Some(Kind::Upper),
         // Digits of Arabic, NKo, Devanagari, Thai, Lao, Tibetan, Myanmar, Ethiopic, Khmer.
         0x0660..=0x0669
         | 0x06f0..=0x06f9
@@ -266,7 +267,7 @@ fn wide_kind_blocks(cp: u32) -> Kind {
         | 0x1090..=0x1099
         | 0x1369..=0x137c
         | 0x17e0..=0x17e9
-        | 0xff10..=0xff19 => Kind::Digit,
+        | 0xff10..=0xff19 => Some(Kind::Digit),
         // Their punctuation.
         0x055a..=0x055f
         | 0x0589..=0x058a
@@ -306,7 +307,7 @@ fn wide_kind_blocks(cp: u32) -> Kind {
         | 0xff01..=0xff0f
         | 0xff1a..=0xff20
         | 0xff3b..=0xff40
-        | 0xff5b..=0xff65 => Kind::Punct,
+        | 0xff5b..=0xff65 => Some(Kind::Punct),
         // Letters and marks without case: combining marks, Hebrew, Arabic, Syriac, Thaana,
         // NKo, Devanagari, Thai, Lao, Tibetan, Myanmar, Ethiopic, syllabics, Khmer, Tifinagh,
         // CJK extensions, halfwidth kana.
@@ -330,15 +331,116 @@ fn wide_kind_blocks(cp: u32) -> Kind {
         | 0x3400..=0x4dbf
         | 0xf900..=0xfaff
         | 0xff66..=0xff9f
-        | 0x20000..=0x3134f => Kind::Caseless,
-        0xff21..=0xff3a => Kind::Upper,
-        0xff41..=0xff5a => Kind::Lower,
-        0x3000 => Kind::Space,
-        _ => wide_kind_slow(cp),
+        | 0x20000..=0x3134f => Some(Kind::Caseless),
+        0xff21..=0xff3a => Some(Kind::Upper),
+        0xff41..=0xff5a => Some(Kind::Lower),
+        0x3000 => Some(Kind::Space),
+        _ => None,
     }
 }
 
-/// [`wide_kind`] through the standard library's Unicode properties.
+/// What the per-character path needs of a code point outside ASCII, in one `u16`: its class
+/// (low four bits), its script ([`script_of`], the next four), whether it is a letter
+/// ([`W_LETTER`]) and whether it is outside the alphabet of its script's best-covered
+/// language ([`W_EXT`]).
+const fn info_of(class: u8, cp: u32) -> u16 {
+    let s = script_of(cp);
+    // NOTE: `cp` is below 0x80 only for bytes that are no UTF-8 (an overlong encoding), which
+    // never reach here from a `str`: they are counted as before, with no script.
+    let letter = matches!(class, C_WIDE_LOWER | C_WIDE_UPPER | C_WIDE_CASELESS) && cp >= 0x80;
+    // Letters outside the alphabet of the script's best-covered language.
+    let ext = letter
+        && match (s, cp) {
+            (0, 0x0100..) => true,
+            (3, _) => !matches!(cp, 0x0401 | 0x0410..=0x044f | 0x0451),
+            (5, _) => !matches!(cp, 0x0621..=0x0652),
+            _ => false,
+        };
+    class as u16 | ((s as u16) << 4) | ((letter as u16) * W_LETTER) | ((ext as u16) * W_EXT)
+}
+
+/// [`info_of`]: a letter outside ASCII, counted in [`LETTERS`] by script.
+const W_LETTER: u16 = 1 << 8;
+/// [`info_of`]: a letter counted in the [`ext_counter`] of its script.
+const W_EXT: u16 = 1 << 9;
+/// The counter of letters outside the core alphabet of script `s`, for the scripts [`W_EXT`]
+/// applies to: Latin (0), Cyrillic (3), Arabic (5).
+#[inline(always)]
+const fn ext_counter(s: usize) -> usize {
+    match s {
+        3 => CYRILLIC_EXT,
+        5 => ARABIC_EXT,
+        _ => LATIN_EXT,
+    }
+}
+
+/// The class of a [`Kind`] on the per-character path.
+const fn kind_class(kind: Kind) -> u8 {
+    match kind {
+        Kind::Lower => C_WIDE_LOWER,
+        Kind::Upper => C_WIDE_UPPER,
+        Kind::Caseless => C_WIDE_CASELESS,
+        Kind::Digit => C_DIGIT,
+        Kind::Space => C_SPACE,
+        Kind::Punct => C_PUNCT,
+    }
+}
+
+/// [`info_of`] a code point outside ASCII, by [`wide_kind_known`]; class [`W_SLOW`] where
+/// only the standard library's lookups know.
+const fn wide_info_known(cp: u32) -> u16 {
+    match wide_kind_known(cp) {
+        Some(kind) => info_of(kind_class(kind), cp),
+        None => W_SLOW as u16,
+    }
+}
+
+/// The class [`wide_info_known`] gives where [`wide_kind_slow`] decides.
+const W_SLOW: u8 = 15;
+
+/// The code points of two UTF-8 bytes (`TABLES.wide2`).
+const WIDE2: usize = 0x800;
+const WIDE2_CP: u32 = WIDE2 as u32;
+
+// Indexing is checked at compile time here: the table is built by const evaluation.
+#[allow(clippy::indexing_slicing)]
+const fn wide2_table() -> [u16; WIDE2] {
+    let mut t = [0; WIDE2];
+    let mut cp = 0;
+    while cp < WIDE2 {
+        t[cp] = wide_info_known(cp as u32);
+        cp += 1;
+    }
+    t
+}
+
+/// [`info_of`] a code point outside ASCII.
+///
+// NOTE: code points of two UTF-8 bytes (Latin with diacritics, Greek, Cyrillic, Armenian,
+// Hebrew, Arabic) are looked up in a table: the ranges of [`wide_kind_known`] and
+// [`script_of`] cost a chain of compares and branches each, per character.
+#[inline(always)]
+fn wide_info(cp: u32) -> u16 {
+    // Han ideographs and Hangul syllables: most of the text outside ASCII of the languages
+    // written in them, each a letter without case of one script.
+    const HAN: u16 = wide_info_known(0x4e00);
+    const HANGUL: u16 = wide_info_known(0xac00);
+    let info = match cp {
+        0..WIDE2_CP => {
+            let i = cp as usize & (WIDE2 - 1);
+            TABLES.wide2.get(i).copied().unwrap_or(W_SLOW as u16)
+        }
+        0x4e00..=0x9fff => HAN,
+        0xac00..=0xd7a3 => HANGUL,
+        _ => wide_info_known(cp),
+    };
+    if info & 15 == W_SLOW as u16 {
+        return info_of(kind_class(wide_kind_slow(cp)), cp);
+    }
+    info
+}
+
+/// The kind of a code point outside ASCII through the standard library's Unicode properties.
 #[cold]
 #[inline(never)]
 fn wide_kind_slow(cp: u32) -> Kind {
@@ -698,11 +800,15 @@ struct Tables {
     /// Cells of no event and of length 0 weigh 0. The fast path adds [`CELLS`] to a cell for
     /// a rare letter pair: those cells weigh one [`RARE_PAIRS`] more.
     cell: [i64; 2 * CELLS],
-    /// For each ASCII byte `b` after fast-path state `s` (at `b << 6 | s`), the state after it.
-    fast_next: [u8; FAST],
-    /// Likewise, the event ending at the byte before (low four bits, as in `event`) and
-    /// whether the letter pair is rare (bit 4).
+    /// For each two ASCII bytes `p` then `b` (at `p | b << 8`), the fast-path state after `b`.
+    pair_next: [u8; PAIRS],
+    /// For each ASCII byte `b` after fast-path state `s` (at `b << 6 | s`), the event ending at
+    /// the byte before (low four bits, as in `event`) and whether the letter pair is rare
+    /// (bit 4).
     fast_event: [u8; FAST],
+    /// [`info_of`] each code point of two UTF-8 bytes (0x80 to 0x7ff, and those below for
+    /// bytes that are no UTF-8).
+    wide2: [u16; WIDE2],
 }
 
 static TABLES: Tables = Tables {
@@ -710,8 +816,9 @@ static TABLES: Tables = Tables {
     rare_after: rare_after(),
     event: event_table(),
     cell: cell_weights(),
-    fast_next: fast_table(true),
-    fast_event: fast_table(false),
+    pair_next: pair_table(),
+    fast_event: fast_table(),
+    wide2: wide2_table(),
 };
 
 // The states of the fast path ([`ascii_run`]), which reads ASCII bytes without a class lookup:
@@ -728,7 +835,7 @@ const F_SPACED_PUNCT: u8 = 5;
 /// `a` to `z` are the states from `F_SMALL + 1`, `A` to `Z` those from `F_CAPITAL + 1`.
 const F_SMALL: u8 = 5;
 const F_CAPITAL: u8 = F_SMALL + 26;
-/// The size of the fast path's tables: 128 bytes by 64 states (58 used).
+/// The size of `TABLES.fast_event`: 128 bytes by 64 states (58 used).
 const FAST: usize = 128 * 64;
 
 /// The state after ASCII byte `b` when a byte of class `prev` came before it.
@@ -774,10 +881,10 @@ const fn fast_classes(s: u8) -> usize {
     (before as usize) << 4 | prev as usize
 }
 
-/// The fast path's table of next states (`next`), or of events and rare pairs.
+/// The fast path's table of events and rare pairs, for each ASCII byte after each state.
 // Indexing is checked at compile time here: the table is built by const evaluation.
 #[allow(clippy::indexing_slicing)]
-const fn fast_table(next: bool) -> [u8; FAST] {
+const fn fast_table() -> [u8; FAST] {
     let class = class_table();
     let rare = rare_after();
     let mut t = [0; FAST];
@@ -788,17 +895,51 @@ const fn fast_table(next: bool) -> [u8; FAST] {
         let mut b = 0;
         while b < 128 {
             let c = class[b];
-            t[b << 6 | s as usize] = if next {
-                fast_after(prev, b as u8)
-            } else {
-                let pair = (rare[fast_letter(s) as usize] >> (c >> 3)) & 1;
-                event(before, prev, c & 7) | (pair as u8) << 4
-            };
+            let pair = (rare[fast_letter(s) as usize] >> (c >> 3)) & 1;
+            t[b << 6 | s as usize] = event(before, prev, c & 7) | (pair as u8) << 4;
             b += 1;
         }
         s += 1;
     }
     t
+}
+
+/// The size of `TABLES.pair_next`: two ASCII bytes, the second shifted by 8 (so that two
+/// bytes in a row of a word read as one little-endian `u16` index it).
+const PAIRS: usize = 0x7f7f + 1;
+
+/// The fast path's state after each ASCII byte `b` after each ASCII byte `p`, at `p | b << 8`.
+///
+// NOTE: the state after a byte depends on that byte and on whether the byte before it is a
+// space (see [`fast_after`]), not on the states before: so inside a run of ASCII the states
+// come from the bytes themselves, and the fast path has no chain of table loads from byte to
+// byte.
+// Indexing is checked at compile time here: the table is built by const evaluation.
+#[allow(clippy::indexing_slicing)]
+const fn pair_table() -> [u8; PAIRS] {
+    let class = class_table();
+    let mut t = [0; PAIRS];
+    let mut p = 0;
+    while p < 128 {
+        let mut b = 0;
+        while b < 128 {
+            t[p | b << 8] = fast_after(class[p] & 7, b as u8);
+            b += 1;
+        }
+        p += 1;
+    }
+    t
+}
+
+/// A byte that stands for state `s` as the byte before the next in `TABLES.pair_next`: a space
+/// after a space, any other byte (here NUL, punctuation) after the other states.
+#[inline(always)]
+fn fast_before(s: usize) -> u64 {
+    if s == usize::from(F_SPACE) {
+        u64::from(b' ')
+    } else {
+        0
+    }
 }
 
 /// Where the counters go: the estimate adds weights as it goes, [`features`] keeps counts.
@@ -1000,6 +1141,7 @@ fn ascii_run<S: Sink>(mut st: State, mut sink: S, bytes: &[u8]) -> (State, S, us
     let Some(mut s) = fast_state(&st) else {
         return (st, sink, 0);
     };
+    let mut p = fast_before(s);
     let mut len = st.len;
     let mut done = 0;
     let mut chunks = bytes.chunks_exact(8);
@@ -1007,12 +1149,13 @@ fn ascii_run<S: Sink>(mut st: State, mut sink: S, bytes: &[u8]) -> (State, S, us
         let Ok(block) = <&[u8; 8]>::try_from(chunk) else {
             break;
         };
-        let high = u64::from_le_bytes(*block) & HIGH;
+        let w = u64::from_le_bytes(*block);
+        let high = w & HIGH;
         if high != 0 {
             // The ASCII bytes before the first that is not.
             let ascii = (high.trailing_zeros() / 8) as usize;
-            leave_fast(&mut st, s, len);
-            (st, sink) = ascii_bytes(st, sink, block.get(..ascii).unwrap_or_default());
+            let fast = Fast { w, p, s, len };
+            (st, sink) = fast_tail(st, sink, fast, block.get(..ascii).unwrap_or_default());
             return (st, sink, done + ascii);
         }
         done += 8;
@@ -1023,23 +1166,86 @@ fn ascii_run<S: Sink>(mut st: State, mut sink: S, bytes: &[u8]) -> (State, S, us
             let Some(next) = fast_state(&st) else {
                 return (st, sink, done);
             };
-            (s, len) = (next, st.len);
+            (s, p, len) = (next, fast_before(next), st.len);
             continue;
         }
-        for &b in block {
-            let i = usize::from(b & 0x7f) << 6 | s;
-            s = usize::from(TABLES.fast_next.get(i).copied().unwrap_or(0));
-            // The event and the rare pair bit: a cell from 0 to 2 * CELLS - 1.
-            let e = usize::from(TABLES.fast_event.get(i).copied().unwrap_or(0) & 31);
-            sink.cell(e << 5 | (len & 31));
-            len = if e & 15 != 0 { 1 } else { len + 1 };
-        }
+        (s, len) = fast_bytes(&mut sink, w, p, s, len, 8);
+        p = w >> 56;
     }
-    leave_fast(&mut st, s, len);
     let rest = chunks.remainder();
     let ascii = rest.iter().take_while(|&&b| b < 0x80).count();
-    (st, sink) = ascii_bytes(st, sink, rest.get(..ascii).unwrap_or_default());
+    let rest = rest.get(..ascii).unwrap_or_default();
+    // The last bytes of the text, padded with 0 (the padding is never taken).
+    let w = rest.iter().rev().fold(0, |w, &b| w << 8 | u64::from(b));
+    (st, sink) = fast_tail(st, sink, Fast { w, p, s, len }, rest);
     (st, sink, done + ascii)
+}
+
+/// The fast path's state in a block of eight bytes (`w`, little-endian), for [`fast_tail`].
+#[derive(Clone, Copy)]
+struct Fast {
+    w: u64,
+    /// The byte before the block (or one standing for it: [`fast_before`]).
+    p: u64,
+    /// The state before the block.
+    s: usize,
+    /// The current run's length before the block.
+    len: usize,
+}
+
+/// Takes `ascii`, the (ASCII) first bytes of the block of `fast`, before a byte outside ASCII
+/// or the end of the text, and leaves the fast path.
+///
+// NOTE: out of the hot loop for the reason given at [`ascii_bytes`]; by the fast path's loop
+// rather than `ascii_bytes` when no run can reach [`LONG_RUN`]: text outside ASCII leaves the
+// fast path every few words.
+#[inline(never)]
+fn fast_tail<S: Sink>(mut st: State, mut sink: S, fast: Fast, ascii: &[u8]) -> (State, S) {
+    if fast.len > LONG_RUN - 8 {
+        leave_fast(&mut st, fast.s, fast.len);
+        return ascii_bytes(st, sink, ascii);
+    }
+    let (s, len) = fast_bytes(&mut sink, fast.w, fast.p, fast.s, fast.len, ascii.len());
+    leave_fast(&mut st, s, len);
+    (st, sink)
+}
+
+/// The fast path over the first `n` (at most 8) bytes of block `w`, all ASCII, after byte `p`
+/// in state `s`, with `len` bytes of the current run before them (`len + n` below
+/// [`LONG_RUN`]); returns the state and the run's length after them.
+#[inline(always)]
+fn fast_bytes<S: Sink>(
+    sink: &mut S,
+    w: u64,
+    p: u64,
+    s: usize,
+    mut len: usize,
+    n: usize,
+) -> (usize, usize) {
+    // The byte before each byte of the block: `p`, then the block's first seven.
+    let before = w << 8 | p;
+    let mut at = s;
+    for k in 0..n.min(8) {
+        // The state before byte k: the one carried in for the first byte, else the one after
+        // byte k - 1 given byte k - 2 (`pair_next` at `byte k - 2 | byte k - 1 << 8`).
+        if k > 0 {
+            let pair = (before >> (8 * (k - 1))) as usize & 0x7f7f;
+            at = usize::from(TABLES.pair_next.get(pair).copied().unwrap_or(0));
+        }
+        let b = (w >> (8 * k)) as usize & 0x7f;
+        // The event and the rare pair bit: a cell from 0 to 2 * CELLS - 1.
+        let e = usize::from(TABLES.fast_event.get(b << 6 | at).copied().unwrap_or(0) & 31);
+        sink.cell(e << 5 | (len & 31));
+        len = if e & 15 != 0 { 1 } else { len + 1 };
+    }
+    // The state after the last byte, from the last two (`p` and the first for one byte).
+    let pair = match n.min(8) {
+        0 => return (at, len),
+        1 => before,
+        n => w >> (8 * (n - 2)),
+    };
+    let at = TABLES.pair_next.get(pair as usize & 0x7f7f).copied();
+    (usize::from(at.unwrap_or(0)), len)
 }
 
 /// Decodes the character starting at a byte from 0x80 on: its code point and UTF-8 length.
@@ -1083,7 +1289,7 @@ fn char_step(st: &mut State, sink: &mut impl Sink, b: &[u8]) -> usize {
     let Some(&lead) = b.first() else {
         return 1;
     };
-    let (class, len, cp) = if lead < 0x80 {
+    let (class, len, info) = if lead < 0x80 {
         let c = TABLES
             .class
             .get(usize::from(lead))
@@ -1104,29 +1310,24 @@ fn char_step(st: &mut State, sink: &mut impl Sink, b: &[u8]) -> usize {
                 class = wide;
             }
         }
-        (class, 1, u32::from(lead))
+        // No letter outside ASCII: no script to count.
+        (class, 1, 0)
     } else {
         st.last = 0;
         let (cp, len) = decode(b, lead);
-        let class = match wide_kind(cp) {
-            Kind::Lower => C_WIDE_LOWER,
-            Kind::Upper => C_WIDE_UPPER,
-            Kind::Caseless => C_WIDE_CASELESS,
-            Kind::Digit => C_DIGIT,
-            Kind::Space => C_SPACE,
-            Kind::Punct => {
-                sink.add(P_BYTES, len as i64);
-                C_PUNCT
-            }
-        };
-        (class, len, cp)
+        let info = wide_info(cp);
+        let class = (info & 15) as u8;
+        if class == C_PUNCT {
+            sink.add(P_BYTES, len as i64);
+        }
+        (class, len, info)
     };
     let run = st.len;
     if step(st, sink, class) && st.wide {
         wide_word_end(st, sink, run);
     }
-    if matches!(class, C_WIDE_LOWER | C_WIDE_UPPER | C_WIDE_CASELESS) && cp >= 0x80 {
-        let s = script_of(cp);
+    if info & W_LETTER != 0 {
+        let s = usize::from(info >> 4 & 15);
         if !st.wide {
             st.wide = true;
             st.other = 0;
@@ -1134,17 +1335,67 @@ fn char_step(st: &mut State, sink: &mut impl Sink, b: &[u8]) -> usize {
         }
         st.other += 1;
         sink.add(LETTERS + s, 1);
-        // Letters outside the alphabet of the script's best-covered language.
-        match (s, cp) {
-            (0, 0x0100..) => sink.add(LATIN_EXT, 1),
-            (3, _) if !matches!(cp, 0x0401 | 0x0410..=0x044f | 0x0451) => {
-                sink.add(CYRILLIC_EXT, 1);
-            }
-            (5, _) if !matches!(cp, 0x0621..=0x0652) => sink.add(ARABIC_EXT, 1),
-            _ => {}
+        if info & W_EXT != 0 {
+            sink.add(ext_counter(s), 1);
         }
     }
     len
+}
+
+/// Takes the letters at the start of `bytes` that go on the open word holding letters outside
+/// ASCII (no event: [`char_step`] would add nothing but their letter counters); returns how many
+/// bytes it took. [`char_step`] takes the character it stops at.
+///
+// NOTE: in most scripts but Latin with diacritics every letter of a word comes here, and in
+// those a word's ASCII letters after its first letter outside ASCII: a loop of its own saves
+// [`char_step`]'s branches on classes and the calls around it.
+fn wide_run(st: &mut State, sink: &mut impl Sink, bytes: &[u8]) -> usize {
+    let mut done = 0;
+    while let Some(&lead) = bytes.get(done) {
+        let (class, n, info) = if lead < 0x80 {
+            let c = TABLES
+                .class
+                .get(usize::from(lead))
+                .copied()
+                .unwrap_or(C_PUNCT);
+            let class = match c & 7 {
+                C_LOWER | C_VOWEL => C_WIDE_LOWER,
+                C_UPPER => C_WIDE_UPPER,
+                _ => break,
+            };
+            // For ASCII, `info` is the byte's `TABLES.class` (its letter column, for `RARE`).
+            (class, 1, u16::from(c))
+        } else {
+            let (cp, n) = decode(bytes.get(done..).unwrap_or_default(), lead);
+            let info = wide_info(cp);
+            if info & W_LETTER == 0 {
+                break;
+            }
+            ((info & 15) as u8, n, info)
+        };
+        let next = (st.classes << 4 | usize::from(class)) & 0xfff;
+        if TABLES.event.get(next) != Some(&0) {
+            break;
+        }
+        // What `char_step` and `step` do for a letter that goes on the word (its cell, of
+        // event 0, weighs nothing).
+        st.classes = next;
+        st.len += 1;
+        if lead < 0x80 {
+            st.rare += u64::from((rare_row(st.last) >> (info >> 3)) & 1);
+            st.last = lead;
+        } else {
+            st.last = 0;
+            st.other += 1;
+            let s = usize::from(info >> 4 & 15);
+            sink.add(LETTERS + s, 1);
+            if info & W_EXT != 0 {
+                sink.add(ext_counter(s), 1);
+            }
+        }
+        done += n;
+    }
+    done
 }
 
 /// Runs the text through the sink.
@@ -1160,9 +1411,14 @@ fn scan<S: Sink>(text: &[u8], mut sink: S) -> S {
     };
     let mut rest = text;
     while !rest.is_empty() {
-        if !st.wide {
+        // NOTE: not for a byte outside ASCII next, as after most characters outside ASCII.
+        if !st.wide && rest.first().is_some_and(|&b| b < 0x80) {
             let done;
             (st, sink, done) = ascii_run(st, sink, rest);
+            rest = rest.get(done..).unwrap_or_default();
+        }
+        if st.wide {
+            let done = wide_run(&mut st, &mut sink, rest);
             rest = rest.get(done..).unwrap_or_default();
         }
         let n = char_step(&mut st, &mut sink, rest);
@@ -1284,6 +1540,16 @@ mod tests {
         assert_eq!(spaces[S_LONG], 999 / 80);
         let punct = features(&"-".repeat(50));
         assert_eq!(punct[P_LONG], 50 - PUNCT_BUCKETS as u64);
+    }
+
+    /// The table and the shortcuts of [`wide_info`] give what the ranges and the standard
+    /// library's lookups give, for every code point.
+    #[test]
+    fn wide_info_is_the_ranges() {
+        for cp in 0x80..=0x10ffff {
+            let kind = wide_kind_known(cp).unwrap_or_else(|| wide_kind_slow(cp));
+            assert_eq!(wide_info(cp), info_of(kind_class(kind), cp), "{cp:#x}");
+        }
     }
 
     /// Every class pair has an event or goes on, and no cell is out of range.
