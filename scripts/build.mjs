@@ -116,7 +116,8 @@ function bindgen(dir, targetList) {
 
 /** The staged Node build of an entry with `node-features`, and the tables files it reads. */
 const hostStagedDir = (entry) => join(stagedDir(entry), "_host");
-const TABLES = { o200k: "o200k", cl100k: "cl100k" };
+/** The Cargo features that add an encoding; build.rs writes each one's `<feature>.tables`. */
+const ENCODING_FEATURES = ["o200k", "cl100k"];
 
 rmSync(staging, { recursive: true, force: true });
 const optimizing = [];
@@ -131,8 +132,8 @@ for (const entry of entries) {
   const outDir = cargoBuild([...features, ...nodeFeatures], { CONTEXT_KEEPER_TABLES_DIR: "." });
   const host = hostStagedDir(entry);
   bindgen(host, targets.filter(([, target]) => target === "nodejs"));
-  for (const feature of features.filter((f) => TABLES[f])) {
-    cpSync(join(outDir, `${TABLES[feature]}.tables`), join(host, `${TABLES[feature]}.tables`));
+  for (const feature of features.filter((f) => ENCODING_FEATURES.includes(f))) {
+    cpSync(join(outDir, `${feature}.tables`), join(host, `${feature}.tables`));
   }
 }
 await Promise.all(optimizing);
