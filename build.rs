@@ -1,20 +1,20 @@
 //! Generates the tables of the `bpe` module into `OUT_DIR`, so no rank file is committed and
 //! nothing is parsed from text at run time.
 //!
-//! For each encoding enabled by a Cargo feature (`o200k`, `cl100k`) it writes:
-//! - `<enc>.tok`: the bytes of every token of three bytes or more in lexicographic order,
-//!   front-coded: for each token one byte "length shared with the previous token", one byte
-//!   "length of the rest", the rest. Sorted front-coded bytes compress far better (gzip) than
-//!   the same bytes in rank order.
-//! - `<enc>.rank`: the rank of each token of `<enc>.tok`, in the same order, packed
-//!   little-endian in `RANK_BITS` bits each.
-//! - `<enc>.short`, `<enc>.pre`, `<enc>.grp`, `<enc>.spl`: the rank of each byte; each
-//!   two-byte prefix's entry (its two-byte token's rank and where its longer tokens are), by
-//!   first byte; the directory of `<enc>.tok` by prefix (a prefix of more than `SPLIT_FROM`
-//!   tokens split into blocks by third byte); and the blocks of split prefixes. All are read
-//!   in place: the layout is `src/bpe/layout.rs`, shared with the reader.
-//! - in `bpe_consts.rs`, its rank width, and whether every one- to three-digit ASCII string is a
-//!   token (`<ENC>_DIGIT_TOKENS`).
+//! For each encoding enabled by a Cargo feature (`o200k`, `cl100k`) it writes `<enc>.tables`,
+//! one file of six tables after a header (the layout is `src/bpe/layout.rs`, shared with the
+//! reader), built into the binary or, with the feature `host-tables`, read at run time:
+//! - the token bytes: every token of three bytes or more in lexicographic order, front-coded:
+//!   for each token one byte "length shared with the previous token", one byte "length of the
+//!   rest", the rest. Sorted front-coded bytes compress far better (gzip) than the same bytes
+//!   in rank order.
+//! - the ranks: the rank of each of those tokens, in the same order, packed little-endian in
+//!   the encoding's rank width.
+//! - the rank of each byte; each two-byte prefix's entry (its two-byte token's rank and where
+//!   its longer tokens are), by first byte; the directory of the token bytes by prefix (a
+//!   prefix of more than `SPLIT_FROM` tokens split into blocks by third byte); and the blocks
+//!   of split prefixes. All are read in place.
+//! - in `bpe_consts.rs`, the file's id and length, which the reader checks it against.
 //!
 //! And, for both encodings, `ucd.idx` / `ucd.blk`: a two-level table giving each code point a
 //! class byte (letter, number, white space, and the two o200k casing classes), computed from
@@ -248,14 +248,7 @@ fn write_encoding(
     let digit_tokens = (1..=3u32).all(|width| {
         (0..10u32.pow(width)).all(|n| is_token(format!("{n:0w$}", w = width as usize).as_bytes()))
     });
-    std::fs::write(out.join(format!("{file}.tok")), &tok).expect("write tokens");
-    std::fs::write(out.join(format!("{file}.rank")), &ranks).expect("write ranks");
-    std::fs::write(out.join(format!("{file}.short")), &short).expect("write short tokens");
-    std::fs::write(out.join(format!("{file}.pre")), &pre).expect("write prefixes");
-    std::fs::write(out.join(format!("{file}.grp")), &grp).expect("write groups");
     let spl: Vec<u8> = spl.iter().flatten().flat_map(|g| g.to_le_bytes()).collect();
-    std::fs::write(out.join(format!("{file}.spl")), &spl).expect("write splits");
-    // The same tables in one file, for builds that read them from the host at run time.
     let parts = [&tok, &ranks, &short, &pre, &grp, &spl];
     let body: Vec<u8> = parts.iter().flat_map(|p| p.iter().copied()).collect();
     let id = tables_id(&body);
@@ -276,14 +269,6 @@ fn write_encoding(
         consts,
         "pub(crate) const {name}_TABLES_LEN: usize = {};",
         tables.len()
-    );
-    let _ = writeln!(
-        consts,
-        "pub(crate) const {name}_RANK_BITS: u32 = {rank_bits};"
-    );
-    let _ = writeln!(
-        consts,
-        "pub(crate) const {name}_DIGIT_TOKENS: bool = {digit_tokens};"
     );
 }
 

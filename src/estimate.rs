@@ -1076,7 +1076,7 @@ fn rare_row(b: u8) -> u32 {
 /// One ASCII byte, with no word holding letters outside ASCII open.
 #[inline(always)]
 fn ascii_step(st: &mut State, sink: &mut impl Sink, b: u8) {
-    let c = TABLES.class.get(usize::from(b)).copied().unwrap_or(C_PUNCT);
+    let c = byte_class(b);
     st.rare += u64::from((rare_row(st.last) >> (c >> 3)) & 1);
     st.last = b;
     step(st, sink, c & 7);
@@ -1284,17 +1284,20 @@ fn wide_word_end(st: &mut State, sink: &mut impl Sink, len: usize) {
     st.wide = false;
 }
 
+/// The class of byte `b` (`TABLES.class`: its class in the low three bits, its letter column
+/// above them).
+#[inline(always)]
+fn byte_class(b: u8) -> u8 {
+    TABLES.class.get(usize::from(b)).copied().unwrap_or(C_PUNCT)
+}
+
 /// One character through the general path (any byte, any state); returns its UTF-8 length.
 fn char_step(st: &mut State, sink: &mut impl Sink, b: &[u8]) -> usize {
     let Some(&lead) = b.first() else {
         return 1;
     };
     let (class, len, info) = if lead < 0x80 {
-        let c = TABLES
-            .class
-            .get(usize::from(lead))
-            .copied()
-            .unwrap_or(C_PUNCT);
+        let c = byte_class(lead);
         st.rare += u64::from((rare_row(st.last) >> (c >> 3)) & 1);
         st.last = lead;
         let mut class = c & 7;
@@ -1353,11 +1356,7 @@ fn wide_run(st: &mut State, sink: &mut impl Sink, bytes: &[u8]) -> usize {
     let mut done = 0;
     while let Some(&lead) = bytes.get(done) {
         let (class, n, info) = if lead < 0x80 {
-            let c = TABLES
-                .class
-                .get(usize::from(lead))
-                .copied()
-                .unwrap_or(C_PUNCT);
+            let c = byte_class(lead);
             let class = match c & 7 {
                 C_LOWER | C_VOWEL => C_WIDE_LOWER,
                 C_UPPER => C_WIDE_UPPER,

@@ -13,6 +13,8 @@ mod error;
 mod memo;
 #[cfg(feature = "full")]
 mod messages;
+#[cfg(feature = "host-tables")]
+mod tables;
 mod walk;
 
 use wasm_bindgen::prelude::*;
@@ -26,6 +28,8 @@ fn enter() {
     // message to the console before the instance traps, which is what a bug report needs. It
     // is set here rather than in a `start` function, which wasm-bindgen would also export.
     console_error_panic_hook::set_once();
+    #[cfg(feature = "host-tables")]
+    tables::register();
 }
 
 #[cfg(feature = "full")]

@@ -1,6 +1,8 @@
 // The layout of the generated vocabulary tables, shared by build.rs (which writes them) and
 // src/bpe/vocab.rs (which reads them in place): one definition, so the two cannot drift apart.
 //
+// The tables of an encoding, each a part of its `<enc>.tables` (below):
+//
 // - `<enc>.short`: the rank of each byte, 256 little-endian u32.
 // - `<enc>.pre`: the prefix entries by first byte. `ROWS + 1` little-endian u32, where row `b0`'s
 //   records are `[start[b0], start[b0 + 1])`; then the records, `PREFIX_RECORD` bytes each: the
@@ -34,9 +36,9 @@ pub(crate) const PREFIX_RECORD: usize = 5;
 /// Bytes per record of `<enc>.grp`.
 pub(crate) const GROUP_RECORD: usize = 16;
 
-// - `<enc>.tables`: the six tables above in one file, for builds that read them from the host
-//   at run time (Cargo feature `host-tables`) rather than from the binary: a `TABLES_HEADER`-
-//   byte header, then `.tok`, `.rank`, `.short`, `.pre`, `.grp` and `.spl` back to back. The
+// - `<enc>.tables`: the tables above in one file, built into the binary or (Cargo feature
+//   `host-tables`) read at run time: a `TABLES_HEADER`-byte header, then `.tok` (the token
+//   bytes), `.rank` (their ranks), `.short`, `.pre`, `.grp` and `.spl` back to back. The
 //   header: `TABLES_MAGIC`; the tables' id (little-endian u64, FNV-1a of everything after the
 //   header; `bpe_consts.rs` holds the id of the tables a build was made with, so a file from
 //   another build is refused); the rank width and the digit flag (u32 each); the six lengths

@@ -78,8 +78,6 @@ pub(crate) struct Source {
 impl Source {
     /// The tables of an `<enc>.tables` file (layout in `layout.rs`), checked to be the ones
     /// this build was made with (`id`) and to add up; [`Vocab::load`] checks the rest.
-    // NOTE: only builds that read their tables from the host call this (and the tests).
-    #[cfg_attr(not(any(feature = "host-tables", test)), allow(dead_code))]
     pub(crate) fn parse(file: &'static [u8], id: u64) -> Result<Source, String> {
         let header = file
             .get(..TABLES_HEADER)
