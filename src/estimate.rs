@@ -12,10 +12,11 @@
 //! Runs of [`LONG_RUN`] characters or more are priced one by one instead.
 //!
 //! The hot loop takes ASCII eight bytes at a time with no branch on the text but the (rare)
-//! long-run one: a state lookup by the last two bytes, an event lookup (which holds the
-//! letter-pair bit, [`RARE`]) and a cell weight added, about 17 instructions a byte. Bytes
-//! outside ASCII (and the letters of a word holding any) go through a per-character path that
-//! decodes them (a table for those of two bytes) and adds the counters of their script.
+//! long-run one: an event lookup by the byte and the one before it (which holds the letter-pair
+//! bit, [`RARE`]; whether a space came before that one comes from a mask of the block's spaces)
+//! and a cell weight added, two loads and about a dozen instructions a byte. Bytes outside ASCII
+//! (and the letters of a word holding any) go through a per-character path that decodes them
+//! (tables for those of two bytes and the first of three) and adds the counters of their script.
 //!
 //! [`WEIGHTS`] is a constant array fitted against exact o200k_base counts by
 //! `examples/estimate_fit.rs` (see there for the method and the corpora); no vocabulary or rank
@@ -414,11 +415,43 @@ const fn wide2_table() -> [u16; WIDE2] {
     t
 }
 
+/// The code points of three UTF-8 bytes from 0x800 below this one (Indic scripts, Thai, Lao,
+/// Tibetan, Myanmar, Georgian, Ethiopic, syllabics, Khmer, Latin and Greek extended, general
+/// punctuation) are looked up in `TABLES.wide3`.
+const WIDE3_END: u32 = 0x2070;
+const WIDE3: usize = (WIDE3_END - WIDE2_CP) as usize;
+
+/// [`info_of`] a code point of `TABLES.wide3` in one byte: its class and its script (the low
+/// eight bits of [`info_of`]); [`wide3_info`] gives back the rest.
+// Indexing is checked at compile time here: the table is built by const evaluation.
+#[allow(clippy::indexing_slicing)]
+const fn wide3_table() -> [u8; WIDE3] {
+    let mut t = [0; WIDE3];
+    let mut i = 0;
+    while i < WIDE3 {
+        t[i] = wide_info_known(WIDE2_CP + i as u32) as u8;
+        i += 1;
+    }
+    t
+}
+
+/// [`info_of`] from its low eight bits, for the code points of `TABLES.wide3`: above 0x7ff all
+/// letters are outside ASCII, and all of Latin (Latin extended), Cyrillic (Cyrillic extended-C)
+/// and Arabic (Arabic extended-A) there are outside the core alphabets.
+#[inline(always)]
+const fn wide3_info(low: u8) -> u16 {
+    let (class, script) = (low & 15, low >> 4);
+    let letter = (0x380u16 >> class) & 1;
+    let ext = letter & (0x29 >> script) & 1;
+    low as u16 | letter << 8 | ext << 9
+}
+
 /// [`info_of`] a code point outside ASCII.
 ///
 // NOTE: code points of two UTF-8 bytes (Latin with diacritics, Greek, Cyrillic, Armenian,
-// Hebrew, Arabic) are looked up in a table: the ranges of [`wide_kind_known`] and
-// [`script_of`] cost a chain of compares and branches each, per character.
+// Hebrew, Arabic), and those of three up to 0x1fff, are looked up in a table: the ranges of
+// [`wide_kind_known`] and [`script_of`] cost a chain of compares and branches each, per
+// character.
 #[inline(always)]
 fn wide_info(cp: u32) -> u16 {
     // Han ideographs and Hangul syllables: most of the text outside ASCII of the languages
@@ -429,6 +462,10 @@ fn wide_info(cp: u32) -> u16 {
         0..WIDE2_CP => {
             let i = cp as usize & (WIDE2 - 1);
             TABLES.wide2.get(i).copied().unwrap_or(W_SLOW as u16)
+        }
+        WIDE2_CP..WIDE3_END => {
+            let i = (cp - WIDE2_CP) as usize;
+            wide3_info(TABLES.wide3.get(i).copied().unwrap_or(W_SLOW))
         }
         0x4e00..=0x9fff => HAN,
         0xac00..=0xd7a3 => HANGUL,
@@ -800,15 +837,16 @@ struct Tables {
     /// Cells of no event and of length 0 weigh 0. The fast path adds [`CELLS`] to a cell for
     /// a rare letter pair: those cells weigh one [`RARE_PAIRS`] more.
     cell: [i64; 2 * CELLS],
-    /// For each two ASCII bytes `p` then `b` (at `p | b << 8`), the fast-path state after `b`.
-    pair_next: [u8; PAIRS],
-    /// For each ASCII byte `b` after fast-path state `s` (at `b << 6 | s`), the event ending at
-    /// the byte before (low four bits, as in `event`) and whether the letter pair is rare
-    /// (bit 4).
-    fast_event: [u8; FAST],
+    /// For each two ASCII bytes `p` then `b` (at `p | b << 8`, with [`SPACED`] added when a
+    /// space came before `p`), the event ending at `p` (low four bits, as in `event`) and
+    /// whether the letter pair is rare (bit 4; bits 5 to 7 are free).
+    pair: [u8; PAIRS],
     /// [`info_of`] each code point of two UTF-8 bytes (0x80 to 0x7ff, and those below for
     /// bytes that are no UTF-8).
     wide2: [u16; WIDE2],
+    /// [`info_of`] each code point of three UTF-8 bytes up to [`WIDE3_END`], in a byte
+    /// ([`wide3_table`]).
+    wide3: [u8; WIDE3],
 }
 
 static TABLES: Tables = Tables {
@@ -816,130 +854,60 @@ static TABLES: Tables = Tables {
     rare_after: rare_after(),
     event: event_table(),
     cell: cell_weights(),
-    pair_next: pair_table(),
-    fast_event: fast_table(),
+    pair: pair_table(),
     wide2: wide2_table(),
+    wide3: wide3_table(),
 };
 
-// The states of the fast path ([`ascii_run`]), which reads ASCII bytes without a class lookup:
-// the class of the last byte, whether a space came before it when it is punctuation (the one
-// case in which `event` looks back that far), and the letter itself when it is one (for
-// [`RARE`]).
+// The fast path ([`ascii_run`]) reads ASCII bytes without a class lookup: the event ending at a
+// byte depends on that byte and the next, and, when it is punctuation, on whether a space came
+// before it (the one case in which `event` looks back that far); the rare letter pair bit on the
+// byte and the next. So one table indexed by two bytes and a flag gives both, and the flag comes
+// from a mask of the spaces of a block of eight bytes.
 
-const F_EDGE: u8 = 0;
-const F_DIGIT: u8 = 1;
-const F_SPACE: u8 = 2;
-const F_NEWLINE: u8 = 3;
-const F_PUNCT: u8 = 4;
-const F_SPACED_PUNCT: u8 = 5;
-/// `a` to `z` are the states from `F_SMALL + 1`, `A` to `Z` those from `F_CAPITAL + 1`.
-const F_SMALL: u8 = 5;
-const F_CAPITAL: u8 = F_SMALL + 26;
-/// The size of `TABLES.fast_event`: 128 bytes by 64 states (58 used).
-const FAST: usize = 128 * 64;
+/// The size of `TABLES.pair`: a byte (seven bits), the [`SPACED`] flag, the next byte (seven
+/// bits), so that two bytes in a row (the first flagged) read as one little-endian `u16` index it.
+const PAIRS: usize = 1 << 15;
+/// The flag above the first byte of a `TABLES.pair` index: a space came before that byte.
+const SPACED: u64 = 0x80;
 
-/// The state after ASCII byte `b` when a byte of class `prev` came before it.
-const fn fast_after(prev: u8, b: u8) -> u8 {
-    match b {
-        b'a'..=b'z' => F_SMALL + (b & 31),
-        b'A'..=b'Z' => F_CAPITAL + (b & 31),
-        b'0'..=b'9' => F_DIGIT,
-        b' ' | b'\t' | 0x0b | 0x0c => F_SPACE,
-        b'\n' | b'\r' => F_NEWLINE,
-        _ if prev == C_SPACE => F_SPACED_PUNCT,
-        _ => F_PUNCT,
-    }
-}
-
-/// The letter of a letter state, 0 for the others.
-const fn fast_letter(s: u8) -> u8 {
-    if s > F_SMALL && s <= F_SMALL + 26 {
-        b'a' - 1 + (s - F_SMALL)
-    } else if s > F_CAPITAL && s <= F_CAPITAL + 26 {
-        b'A' - 1 + (s - F_CAPITAL)
-    } else {
-        0
-    }
-}
-
-/// The classes of the last two bytes (`before << 4 | prev`, as in `State::classes`) that
-/// state `s` stands for: the same events follow from them.
-const fn fast_classes(s: u8) -> usize {
-    let (before, prev) = match s {
-        F_EDGE => (C_EDGE, C_EDGE),
-        F_DIGIT => (C_DIGIT, C_DIGIT),
-        F_SPACE => (C_SPACE, C_SPACE),
-        F_NEWLINE => (C_NEWLINE, C_NEWLINE),
-        F_SPACED_PUNCT => (C_SPACE, C_PUNCT),
-        _ => match fast_letter(s) {
-            b'a' | b'i' | b'o' | b'u' => (C_VOWEL, C_VOWEL),
-            b'a'..=b'z' => (C_LOWER, C_LOWER),
-            b'A'..=b'Z' => (C_UPPER, C_UPPER),
-            _ => (C_PUNCT, C_PUNCT),
-        },
-    };
-    (before as usize) << 4 | prev as usize
-}
-
-/// The fast path's table of events and rare pairs, for each ASCII byte after each state.
-// Indexing is checked at compile time here: the table is built by const evaluation.
-#[allow(clippy::indexing_slicing)]
-const fn fast_table() -> [u8; FAST] {
-    let class = class_table();
-    let rare = rare_after();
-    let mut t = [0; FAST];
-    let mut s = 0;
-    while s <= F_CAPITAL + 26 {
-        let classes = fast_classes(s);
-        let (before, prev) = ((classes >> 4) as u8, (classes & 15) as u8);
-        let mut b = 0;
-        while b < 128 {
-            let c = class[b];
-            let pair = (rare[fast_letter(s) as usize] >> (c >> 3)) & 1;
-            t[b << 6 | s as usize] = event(before, prev, c & 7) | (pair as u8) << 4;
-            b += 1;
-        }
-        s += 1;
-    }
-    t
-}
-
-/// The size of `TABLES.pair_next`: two ASCII bytes, the second shifted by 8 (so that two
-/// bytes in a row of a word read as one little-endian `u16` index it).
-const PAIRS: usize = 0x7f7f + 1;
-
-/// The fast path's state after each ASCII byte `b` after each ASCII byte `p`, at `p | b << 8`.
-///
-// NOTE: the state after a byte depends on that byte and on whether the byte before it is a
-// space (see [`fast_after`]), not on the states before: so inside a run of ASCII the states
-// come from the bytes themselves, and the fast path has no chain of table loads from byte to
-// byte.
+/// The fast path's table of events and rare pairs, for each ASCII byte after each ASCII byte.
 // Indexing is checked at compile time here: the table is built by const evaluation.
 #[allow(clippy::indexing_slicing)]
 const fn pair_table() -> [u8; PAIRS] {
     let class = class_table();
+    let rare = rare_after();
     let mut t = [0; PAIRS];
-    let mut p = 0;
-    while p < 128 {
-        let mut b = 0;
-        while b < 128 {
-            t[p | b << 8] = fast_after(class[p] & 7, b as u8);
-            b += 1;
-        }
-        p += 1;
+    let mut i = 0;
+    while i < PAIRS {
+        let (p, b) = (i & 0x7f, (i >> 8) & 0x7f);
+        let prev = class[p] & 7;
+        // `event` looks at the class before `prev` only to tell a space from the rest.
+        let before = if i as u64 & SPACED != 0 {
+            C_SPACE
+        } else {
+            prev
+        };
+        let c = class[b];
+        let pair = (rare[p] >> (c >> 3)) & 1;
+        t[i] = event(before, prev, c & 7) | (pair as u8) << 4;
+        i += 1;
     }
     t
 }
 
-/// A byte that stands for state `s` as the byte before the next in `TABLES.pair_next`: a space
-/// after a space, any other byte (here NUL, punctuation) after the other states.
+/// [`SPACED`] (bit 7) in each byte of `x` that is a space, a tab, a vertical tab or a form feed,
+/// for bytes below 0x80 (the others, and the bytes above them, may read as anything).
 #[inline(always)]
-fn fast_before(s: usize) -> u64 {
-    if s == usize::from(F_SPACE) {
-        u64::from(b' ')
-    } else {
-        0
-    }
+fn space_mask(x: u64) -> u64 {
+    const L: u64 = 0x0101_0101_0101_0101;
+    const H: u64 = L * 0x80;
+    // Bit 7 of each byte below 0x80 is set by adding 0x80 - k where it is k or more: no byte
+    // carries into the next.
+    let at_least = |k: u64| x.wrapping_add((0x80 - k) * L);
+    let not = |c: u64| (x ^ (c * L)).wrapping_add(0x7f * L);
+    let tab_to_ff = at_least(0x09) & !at_least(0x0d) & not(b'\n'.into());
+    (!not(b' '.into()) | tab_to_ff) & H
 }
 
 /// Where the counters go: the estimate adds weights as it goes, [`features`] keeps counts.
@@ -1097,34 +1065,40 @@ fn ascii_bytes<S: Sink>(mut st: State, mut sink: S, bytes: &[u8]) -> (State, S) 
     (st, sink)
 }
 
-/// The fast-path state of the scanner's state, if it has one: not inside a word holding letters
-/// outside ASCII, and with an ASCII byte (or the start of the text) last.
+/// The fast path's stand-in for the last byte, with [`SPACED`] (see `TABLES.pair`), for the
+/// scanner's state, if it has one: not inside a word holding letters outside ASCII, and with
+/// an ASCII byte (or a character of the same class, or the start of the text) last.
+///
+// NOTE: the start of the text reads as NUL (punctuation): the run of the first byte has length
+// 0, whose cells weigh nothing, as after the start; the first byte starts a run either way.
 #[inline(always)]
-fn fast_state(st: &State) -> Option<usize> {
+fn fast_state(st: &State) -> Option<u64> {
     let (prev, last) = (((st.classes >> 4) & 15) as u8, (st.classes & 15) as u8);
-    let s = match last {
-        C_EDGE if prev == C_EDGE => F_EDGE,
-        C_DIGIT => F_DIGIT,
-        C_SPACE => F_SPACE,
-        C_NEWLINE => F_NEWLINE,
-        C_PUNCT if prev == C_SPACE => F_SPACED_PUNCT,
-        C_PUNCT => F_PUNCT,
-        C_LOWER | C_VOWEL | C_UPPER
-            if TABLES.class.get(usize::from(st.last)).map(|c| c & 7) == Some(last) =>
-        {
-            fast_after(C_EDGE, st.last)
-        }
+    let p = match last {
+        C_EDGE if prev == C_EDGE => 0,
+        C_DIGIT => b'0',
+        C_SPACE => b' ',
+        C_NEWLINE => b'\n',
+        C_PUNCT if prev == C_SPACE => return Some(SPACED | u64::from(b'!')),
+        C_PUNCT => b'!',
+        C_LOWER | C_VOWEL | C_UPPER if byte_class(st.last) & 7 == last => st.last,
         _ => return None,
     };
-    Some(usize::from(s))
+    Some(u64::from(p))
 }
 
-/// Leaves fast-path state `s` for the scanner's state.
+/// Leaves the fast path with `p` (as from [`fast_state`]) last, for the scanner's state.
 #[inline(always)]
-fn leave_fast(st: &mut State, s: usize, len: usize) {
-    let s = (s & 63) as u8;
-    st.classes = fast_classes(s);
-    st.last = fast_letter(s);
+fn leave_fast(st: &mut State, p: u64, len: usize) {
+    let b = (p & 0x7f) as u8;
+    let class = byte_class(b) & 7;
+    let before = if p & SPACED != 0 && class == C_PUNCT {
+        C_SPACE
+    } else {
+        class
+    };
+    st.classes = usize::from(before) << 4 | usize::from(class);
+    st.last = b;
     st.len = len;
 }
 
@@ -1138,10 +1112,9 @@ fn leave_fast(st: &mut State, s: usize, len: usize) {
 #[inline(always)]
 fn ascii_run<S: Sink>(mut st: State, mut sink: S, bytes: &[u8]) -> (State, S, usize) {
     const HIGH: u64 = 0x8080_8080_8080_8080;
-    let Some(mut s) = fast_state(&st) else {
+    let Some(mut p) = fast_state(&st) else {
         return (st, sink, 0);
     };
-    let mut p = fast_before(s);
     let mut len = st.len;
     let mut done = 0;
     let mut chunks = bytes.chunks_exact(8);
@@ -1154,30 +1127,29 @@ fn ascii_run<S: Sink>(mut st: State, mut sink: S, bytes: &[u8]) -> (State, S, us
         if high != 0 {
             // The ASCII bytes before the first that is not.
             let ascii = (high.trailing_zeros() / 8) as usize;
-            let fast = Fast { w, p, s, len };
+            let fast = Fast { w, p, len };
             (st, sink) = fast_tail(st, sink, fast, block.get(..ascii).unwrap_or_default());
             return (st, sink, done + ascii);
         }
         done += 8;
         if len > LONG_RUN - block.len() {
             // A run may reach LONG_RUN inside this block.
-            leave_fast(&mut st, s, len);
+            leave_fast(&mut st, p, len);
             (st, sink) = ascii_bytes(st, sink, block);
             let Some(next) = fast_state(&st) else {
                 return (st, sink, done);
             };
-            (s, p, len) = (next, fast_before(next), st.len);
+            (p, len) = (next, st.len);
             continue;
         }
-        (s, len) = fast_bytes(&mut sink, w, p, s, len, 8);
-        p = w >> 56;
+        (p, len) = fast_bytes(&mut sink, w, p, len, 8);
     }
     let rest = chunks.remainder();
     let ascii = rest.iter().take_while(|&&b| b < 0x80).count();
     let rest = rest.get(..ascii).unwrap_or_default();
     // The last bytes of the text, padded with 0 (the padding is never taken).
     let w = rest.iter().rev().fold(0, |w, &b| w << 8 | u64::from(b));
-    (st, sink) = fast_tail(st, sink, Fast { w, p, s, len }, rest);
+    (st, sink) = fast_tail(st, sink, Fast { w, p, len }, rest);
     (st, sink, done + ascii)
 }
 
@@ -1185,10 +1157,8 @@ fn ascii_run<S: Sink>(mut st: State, mut sink: S, bytes: &[u8]) -> (State, S, us
 #[derive(Clone, Copy)]
 struct Fast {
     w: u64,
-    /// The byte before the block (or one standing for it: [`fast_before`]).
+    /// The byte before the block, with [`SPACED`] (or one standing for it: [`fast_state`]).
     p: u64,
-    /// The state before the block.
-    s: usize,
     /// The current run's length before the block.
     len: usize,
 }
@@ -1202,50 +1172,44 @@ struct Fast {
 #[inline(never)]
 fn fast_tail<S: Sink>(mut st: State, mut sink: S, fast: Fast, ascii: &[u8]) -> (State, S) {
     if fast.len > LONG_RUN - 8 {
-        leave_fast(&mut st, fast.s, fast.len);
+        leave_fast(&mut st, fast.p, fast.len);
         return ascii_bytes(st, sink, ascii);
     }
-    let (s, len) = fast_bytes(&mut sink, fast.w, fast.p, fast.s, fast.len, ascii.len());
-    leave_fast(&mut st, s, len);
+    // The bytes taken, and 0 for the rest of the block.
+    let n = ascii.len().min(8);
+    let w = fast.w & !u64::MAX.checked_shl(8 * n as u32).unwrap_or(0);
+    let (p, len) = fast_bytes(&mut sink, w, fast.p, fast.len, n);
+    leave_fast(&mut st, p, len);
     (st, sink)
 }
 
 /// The fast path over the first `n` (at most 8) bytes of block `w`, all ASCII, after byte `p`
-/// in state `s`, with `len` bytes of the current run before them (`len + n` below
-/// [`LONG_RUN`]); returns the state and the run's length after them.
+/// (with [`SPACED`]), with `len` bytes of the current run before them (`len + n` below
+/// [`LONG_RUN`]); returns the last byte (with [`SPACED`]) and the run's length after them.
 #[inline(always)]
-fn fast_bytes<S: Sink>(
-    sink: &mut S,
-    w: u64,
-    p: u64,
-    s: usize,
-    mut len: usize,
-    n: usize,
-) -> (usize, usize) {
-    // The byte before each byte of the block: `p`, then the block's first seven.
-    let before = w << 8 | p;
-    let mut at = s;
+fn fast_bytes<S: Sink>(sink: &mut S, w: u64, p: u64, mut len: usize, n: usize) -> (u64, usize) {
+    // Each byte of the block with SPACED if the byte before it is a space.
+    let flagged = w | space_mask(w << 8 | (p & 0x7f));
     for k in 0..n.min(8) {
-        // The state before byte k: the one carried in for the first byte, else the one after
-        // byte k - 1 given byte k - 2 (`pair_next` at `byte k - 2 | byte k - 1 << 8`).
-        if k > 0 {
-            let pair = (before >> (8 * (k - 1))) as usize & 0x7f7f;
-            at = usize::from(TABLES.pair_next.get(pair).copied().unwrap_or(0));
-        }
-        let b = (w >> (8 * k)) as usize & 0x7f;
-        // The event and the rare pair bit: a cell from 0 to 2 * CELLS - 1.
-        let e = usize::from(TABLES.fast_event.get(b << 6 | at).copied().unwrap_or(0) & 31);
-        sink.cell(e << 5 | (len & 31));
+        // Byte k - 1 (flagged) and byte k: `p` and the first for the first byte.
+        let pair = if k == 0 {
+            flagged << 8 | p
+        } else {
+            flagged >> (8 * (k - 1))
+        };
+        let e = TABLES
+            .pair
+            .get(pair as usize & (PAIRS - 1))
+            .copied()
+            .unwrap_or(0);
+        // The event and the rare pair bit: a cell from 0 to 2 * CELLS - 1 (`len` is below 31).
+        sink.cell((usize::from(e) << 5 | len) & (2 * CELLS - 1));
         len = if e & 15 != 0 { 1 } else { len + 1 };
     }
-    // The state after the last byte, from the last two (`p` and the first for one byte).
-    let pair = match n.min(8) {
-        0 => return (at, len),
-        1 => before,
-        n => w >> (8 * (n - 2)),
-    };
-    let at = TABLES.pair_next.get(pair as usize & 0x7f7f).copied();
-    (usize::from(at.unwrap_or(0)), len)
+    match n.min(8) {
+        0 => (p, len),
+        n => ((flagged >> (8 * (n - 1))) & 0xff, len),
+    }
 }
 
 /// Decodes the character starting at a byte from 0x80 on: its code point and UTF-8 length.
@@ -1548,6 +1512,60 @@ mod tests {
         for cp in 0x80..=0x10ffff {
             let kind = wide_kind_known(cp).unwrap_or_else(|| wide_kind_slow(cp));
             assert_eq!(wide_info(cp), info_of(kind_class(kind), cp), "{cp:#x}");
+        }
+    }
+
+    /// [`scan`] with every character through [`char_step`], with no fast path.
+    fn scan_slow<S: Sink>(text: &[u8], mut sink: S) -> S {
+        let mut st = State {
+            classes: usize::from(C_EDGE) << 4 | usize::from(C_EDGE),
+            len: 0,
+            last: 0,
+            rare: 0,
+            wide: false,
+            other: 0,
+            script: 0,
+        };
+        let mut rest = text;
+        while !rest.is_empty() {
+            let n = char_step(&mut st, &mut sink, rest);
+            rest = &rest[n..];
+        }
+        let run = st.len;
+        if step(&mut st, &mut sink, C_EDGE) && st.wide {
+            wide_word_end(&mut st, &mut sink, run);
+        }
+        sink.add(RARE_PAIRS, st.rare as i64);
+        sink
+    }
+
+    /// The fast paths give what the per-character path gives, at every block offset.
+    #[test]
+    fn fast_path_is_the_slow_path() {
+        let alphabet: Vec<char> =
+            "abcdeiouxyzqjAEIOUXZ0189    \n\n\r\t\u{b}\u{c}.,;:!?(){}\"'-_=é中🎉\u{3000}—"
+                .chars()
+                .collect();
+        let mut seed = 12345u64;
+        let mut texts = vec![];
+        for i in 0..20000 {
+            let mut s = String::new();
+            // Some texts of few kinds of characters, for long runs.
+            let kinds = if i % 3 == 0 { 3 } else { alphabet.len() };
+            let base = (i * 7) % alphabet.len();
+            for _ in 0..(i % 97 + (i / 1000) * 3) {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let k = (seed >> 33) as usize % kinds;
+                s.push(alphabet[(base + k) % alphabet.len()]);
+            }
+            texts.push(s);
+        }
+        for text in &texts {
+            let fast = scan(text.as_bytes(), Total(0)).0;
+            let slow = scan_slow(text.as_bytes(), Total(0)).0;
+            assert_eq!(fast, slow, "{text:?}");
         }
     }
 
