@@ -1132,6 +1132,12 @@ fn ascii_run<S: Sink>(mut st: State, mut sink: S, bytes: &[u8]) -> (State, S, us
             return (st, sink, done + ascii);
         }
         done += 8;
+        if len >= LONG_RUN && goes_on(w, p) {
+            // A long run goes on through the whole block: its bytes add nothing until it ends.
+            len += 8;
+            p = w >> 56;
+            continue;
+        }
         if len > LONG_RUN - block.len() {
             // A run may reach LONG_RUN inside this block.
             leave_fast(&mut st, p, len);
@@ -1151,6 +1157,32 @@ fn ascii_run<S: Sink>(mut st: State, mut sink: S, bytes: &[u8]) -> (State, S, us
     let w = rest.iter().rev().fold(0, |w, &b| w << 8 | u64::from(b));
     (st, sink) = fast_tail(st, sink, Fast { w, p, len }, rest);
     (st, sink, done + ascii)
+}
+
+/// Whether every byte of block `w` (all ASCII) goes on the run of byte `p` (as from
+/// [`fast_state`]) with no event and no rare letter pair: digits after a digit, the same letter
+/// again, or the same space, newline or punctuation byte eight times after one of its class.
+///
+// NOTE: so a long run (`aaaa...`, a rule of `=`, indentation, a long number) costs a compare
+// per block instead of the per-byte path of [`ascii_bytes`].
+#[inline(always)]
+fn goes_on(w: u64, p: u64) -> bool {
+    const L: u64 = 0x0101_0101_0101_0101;
+    const H: u64 = L * 0x80;
+    let b = (p & 0x7f) as u8;
+    match byte_class(b) & 7 {
+        C_DIGIT => {
+            // Bit 7 of each byte (all below 0x80) is set by adding 0x80 - k where it is k or
+            // more: no byte carries into the next.
+            let at_least = |k: u8| w.wrapping_add(u64::from(0x80 - k) * L) & H;
+            at_least(b'0') == H && at_least(b'9' + 1) == 0
+        }
+        C_LOWER | C_VOWEL | C_UPPER => w == u64::from(b) * L,
+        class => {
+            let first = w & 0x7f;
+            w == first * L && byte_class(first as u8) & 7 == class
+        }
+    }
 }
 
 /// The fast path's state in a block of eight bytes (`w`, little-endian), for [`fast_tail`].
