@@ -1018,6 +1018,19 @@ struct State {
     script: usize,
 }
 
+impl State {
+    /// Before the first character: the start of the text, twice.
+    const START: State = State {
+        classes: (C_EDGE as usize) << 4 | C_EDGE as usize,
+        len: 0,
+        last: 0,
+        rare: 0,
+        wide: false,
+        other: 0,
+        script: 0,
+    };
+}
+
 /// One character of class `class`; returns whether it ended a run.
 #[inline(always)]
 fn step(st: &mut State, sink: &mut impl Sink, class: u8) -> bool {
@@ -1395,15 +1408,7 @@ fn wide_run(st: &mut State, sink: &mut impl Sink, bytes: &[u8]) -> usize {
 
 /// Runs the text through the sink.
 fn scan<S: Sink>(text: &[u8], mut sink: S) -> S {
-    let mut st = State {
-        classes: usize::from(C_EDGE) << 4 | usize::from(C_EDGE),
-        len: 0,
-        last: 0,
-        rare: 0,
-        wide: false,
-        other: 0,
-        script: 0,
-    };
+    let mut st = State::START;
     let mut rest = text;
     while !rest.is_empty() {
         // NOTE: not for a byte outside ASCII next, as after most characters outside ASCII.
@@ -1549,15 +1554,7 @@ mod tests {
 
     /// [`scan`] with every character through [`char_step`], with no fast path.
     fn scan_slow<S: Sink>(text: &[u8], mut sink: S) -> S {
-        let mut st = State {
-            classes: usize::from(C_EDGE) << 4 | usize::from(C_EDGE),
-            len: 0,
-            last: 0,
-            rare: 0,
-            wide: false,
-            other: 0,
-            script: 0,
-        };
+        let mut st = State::START;
         let mut rest = text;
         while !rest.is_empty() {
             let n = char_step(&mut st, &mut sink, rest);
