@@ -440,10 +440,13 @@ const fn wide3_table() -> [u8; WIDE3] {
 /// and Arabic (Arabic extended-A) there are outside the core alphabets.
 #[inline(always)]
 const fn wide3_info(low: u8) -> u16 {
+    /// The classes of letters, and the scripts with a [`W_EXT`] counter (see [`ext_counter`]).
+    const LETTER_CLASSES: u16 = 1 << C_WIDE_LOWER | 1 << C_WIDE_UPPER | 1 << C_WIDE_CASELESS;
+    const EXT_SCRIPTS: u16 = 1 << 0 | 1 << 3 | 1 << 5;
     let (class, script) = (low & 15, low >> 4);
-    let letter = (0x380u16 >> class) & 1;
-    let ext = letter & (0x29 >> script) & 1;
-    low as u16 | letter << 8 | ext << 9
+    let letter = (LETTER_CLASSES >> class) & 1;
+    let ext = letter & (EXT_SCRIPTS >> script) & 1;
+    low as u16 | (letter * W_LETTER) | (ext * W_EXT)
 }
 
 /// [`info_of`] a code point outside ASCII.
@@ -896,18 +899,27 @@ const fn pair_table() -> [u8; PAIRS] {
     t
 }
 
+/// 1 in each byte of a block of eight (SWAR: bytes in a `u64`, little-endian).
+const ONES: u64 = 0x0101_0101_0101_0101;
+/// Bit 7 of each byte of a block.
+const HIGHS: u64 = ONES * 0x80;
+
+/// Bit 7 set in each byte of `x` that is `k` or more, for bytes below 0x80 (the others, and the
+/// bytes above them, may read as anything); the other bits are noise.
+// NOTE: adding 0x80 - k to a byte below 0x80 carries no byte into the next.
+#[inline(always)]
+fn at_least(x: u64, k: u8) -> u64 {
+    x.wrapping_add(u64::from(0x80 - k) * ONES)
+}
+
 /// [`SPACED`] (bit 7) in each byte of `x` that is a space, a tab, a vertical tab or a form feed,
 /// for bytes below 0x80 (the others, and the bytes above them, may read as anything).
 #[inline(always)]
 fn space_mask(x: u64) -> u64 {
-    const L: u64 = 0x0101_0101_0101_0101;
-    const H: u64 = L * 0x80;
-    // Bit 7 of each byte below 0x80 is set by adding 0x80 - k where it is k or more: no byte
-    // carries into the next.
-    let at_least = |k: u64| x.wrapping_add((0x80 - k) * L);
-    let not = |c: u64| (x ^ (c * L)).wrapping_add(0x7f * L);
-    let tab_to_ff = at_least(0x09) & !at_least(0x0d) & not(b'\n'.into());
-    (!not(b' '.into()) | tab_to_ff) & H
+    // Bit 7 clear in each byte equal to `c`.
+    let not = |c: u8| (x ^ (u64::from(c) * ONES)).wrapping_add(0x7f * ONES);
+    let tab_to_ff = at_least(x, 0x09) & !at_least(x, 0x0d) & not(b'\n');
+    (!not(b' ') | tab_to_ff) & HIGHS
 }
 
 /// Where the counters go: the estimate adds weights as it goes, [`features`] keeps counts.
@@ -1054,12 +1066,19 @@ fn rare_row(b: u8) -> u32 {
     TABLES.rare_after.get(usize::from(b)).copied().unwrap_or(0)
 }
 
+/// ASCII byte `b` of class `c` (`TABLES.class`, with its letter column) after `st.last`: counts
+/// the letter pair if it is rare ([`RARE`]) and makes `b` the last byte.
+#[inline(always)]
+fn pair_step(st: &mut State, b: u8, c: u8) {
+    st.rare += u64::from((rare_row(st.last) >> (c >> 3)) & 1);
+    st.last = b;
+}
+
 /// One ASCII byte, with no word holding letters outside ASCII open.
 #[inline(always)]
 fn ascii_step(st: &mut State, sink: &mut impl Sink, b: u8) {
     let c = byte_class(b);
-    st.rare += u64::from((rare_row(st.last) >> (c >> 3)) & 1);
-    st.last = b;
+    pair_step(st, b, c);
     step(st, sink, c & 7);
 }
 
@@ -1124,7 +1143,6 @@ fn leave_fast(st: &mut State, p: u64, len: usize) {
 // registers.
 #[inline(always)]
 fn ascii_run<S: Sink>(mut st: State, mut sink: S, bytes: &[u8]) -> (State, S, usize) {
-    const HIGH: u64 = 0x8080_8080_8080_8080;
     let Some(mut p) = fast_state(&st) else {
         return (st, sink, 0);
     };
@@ -1136,7 +1154,7 @@ fn ascii_run<S: Sink>(mut st: State, mut sink: S, bytes: &[u8]) -> (State, S, us
             break;
         };
         let w = u64::from_le_bytes(*block);
-        let high = w & HIGH;
+        let high = w & HIGHS;
         if high != 0 {
             // The ASCII bytes before the first that is not.
             let ascii = (high.trailing_zeros() / 8) as usize;
@@ -1180,20 +1198,13 @@ fn ascii_run<S: Sink>(mut st: State, mut sink: S, bytes: &[u8]) -> (State, S, us
 // per block instead of the per-byte path of [`ascii_bytes`].
 #[inline(always)]
 fn goes_on(w: u64, p: u64) -> bool {
-    const L: u64 = 0x0101_0101_0101_0101;
-    const H: u64 = L * 0x80;
     let b = (p & 0x7f) as u8;
     match byte_class(b) & 7 {
-        C_DIGIT => {
-            // Bit 7 of each byte (all below 0x80) is set by adding 0x80 - k where it is k or
-            // more: no byte carries into the next.
-            let at_least = |k: u8| w.wrapping_add(u64::from(0x80 - k) * L) & H;
-            at_least(b'0') == H && at_least(b'9' + 1) == 0
-        }
-        C_LOWER | C_VOWEL | C_UPPER => w == u64::from(b) * L,
+        C_DIGIT => at_least(w, b'0') & HIGHS == HIGHS && at_least(w, b'9' + 1) & HIGHS == 0,
+        C_LOWER | C_VOWEL | C_UPPER => w == u64::from(b) * ONES,
         class => {
             let first = w & 0x7f;
-            w == first * L && byte_class(first as u8) & 7 == class
+            w == first * ONES && byte_class(first as u8) & 7 == class
         }
     }
 }
@@ -1307,8 +1318,7 @@ fn char_step(st: &mut State, sink: &mut impl Sink, b: &[u8]) -> usize {
     };
     let (class, len, info) = if lead < 0x80 {
         let c = byte_class(lead);
-        st.rare += u64::from((rare_row(st.last) >> (c >> 3)) & 1);
-        st.last = lead;
+        pair_step(st, lead, c);
         let mut class = c & 7;
         // Inside a word holding letters outside ASCII, ASCII letters count with them.
         if st.wide && is_letter(class) {
@@ -1345,13 +1355,20 @@ fn char_step(st: &mut State, sink: &mut impl Sink, b: &[u8]) -> usize {
             st.other = 0;
             st.script = s;
         }
-        st.other += 1;
-        sink.add(LETTERS + s, 1);
-        if info & W_EXT != 0 {
-            sink.add(ext_counter(s), 1);
-        }
+        wide_letter(st, sink, info);
     }
     len
+}
+
+/// A letter outside ASCII (`info` from [`wide_info`]) on the open word: its counters by script.
+#[inline(always)]
+fn wide_letter(st: &mut State, sink: &mut impl Sink, info: u16) {
+    let s = usize::from(info >> 4 & 15);
+    st.other += 1;
+    sink.add(LETTERS + s, 1);
+    if info & W_EXT != 0 {
+        sink.add(ext_counter(s), 1);
+    }
 }
 
 /// Takes the letters at the start of `bytes` that go on the open word holding letters outside
@@ -1390,16 +1407,10 @@ fn wide_run(st: &mut State, sink: &mut impl Sink, bytes: &[u8]) -> usize {
         st.classes = next;
         st.len += 1;
         if lead < 0x80 {
-            st.rare += u64::from((rare_row(st.last) >> (info >> 3)) & 1);
-            st.last = lead;
+            pair_step(st, lead, info as u8);
         } else {
             st.last = 0;
-            st.other += 1;
-            let s = usize::from(info >> 4 & 15);
-            sink.add(LETTERS + s, 1);
-            if info & W_EXT != 0 {
-                sink.add(ext_counter(s), 1);
-            }
+            wide_letter(st, sink, info);
         }
         done += n;
     }
@@ -1424,7 +1435,11 @@ fn scan<S: Sink>(text: &[u8], mut sink: S) -> S {
         let n = char_step(&mut st, &mut sink, rest);
         rest = rest.get(n..).unwrap_or_default();
     }
-    // The end of the text ends the last run.
+    end_of_text(st, sink)
+}
+
+/// The end of the text ends the last run; the rare letter pairs are counted at the end.
+fn end_of_text<S: Sink>(mut st: State, mut sink: S) -> S {
     let run = st.len;
     if step(&mut st, &mut sink, C_EDGE) && st.wide {
         wide_word_end(&mut st, &mut sink, run);
@@ -1560,12 +1575,7 @@ mod tests {
             let n = char_step(&mut st, &mut sink, rest);
             rest = &rest[n..];
         }
-        let run = st.len;
-        if step(&mut st, &mut sink, C_EDGE) && st.wide {
-            wide_word_end(&mut st, &mut sink, run);
-        }
-        sink.add(RARE_PAIRS, st.rare as i64);
-        sink
+        end_of_text(st, sink)
     }
 
     /// The fast paths give what the per-character path gives, at every block offset.

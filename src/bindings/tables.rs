@@ -36,12 +36,7 @@ fn read(name: &str, len: usize) -> Result<&'static [u8], String> {
     let mut bytes = vec![0u8; len];
     // NOTE: a view of linear memory made after the allocation (which may grow memory), so
     // the file is read straight into `bytes`, with no copy in between.
-    let memory: js_sys::WebAssembly::Memory = wasm_bindgen::memory().unchecked_into();
-    let view = js_sys::Uint8Array::new_with_byte_offset_and_length(
-        &memory.buffer(),
-        bytes.as_mut_ptr() as usize as u32,
-        len as u32,
-    );
+    let view = super::walk::view_of(&mut bytes);
     let mut filled = 0;
     let mut result = Ok(());
     while filled < len {

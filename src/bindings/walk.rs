@@ -719,7 +719,7 @@ fn memory_pages() -> usize {
 }
 
 /// A JS view of `bytes`, valid until the memory grows.
-fn view_of(bytes: &mut [u8]) -> Uint8Array {
+pub(super) fn view_of(bytes: &mut [u8]) -> Uint8Array {
     let memory: js_sys::WebAssembly::Memory = wasm_bindgen::memory().unchecked_into();
     let at = bytes.as_mut_ptr() as usize as u32;
     Uint8Array::new_with_byte_offset_and_length(&memory.buffer(), at, bytes.len() as u32)

@@ -205,8 +205,6 @@ pub fn pieces(text: &str, encoding: Encoding) -> impl Iterator<Item = &[u8]> + '
 mod tests {
     use super::*;
 
-    /// The digit fast path of [`count`] is taken in both encodings (and is exact:
-    /// `tests/bpe_equality.rs`).
     /// A tables file from another build, cut short, too long or of another kind is refused.
     #[test]
     fn tables_files_are_checked() {
@@ -235,6 +233,8 @@ mod tests {
         }
     }
 
+    /// The digit fast path of [`count`] is taken in both encodings (and is exact:
+    /// `tests/bpe_equality.rs`).
     #[test]
     fn digit_strings_are_tokens() {
         for encoding in Encoding::ALL {
