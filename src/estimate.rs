@@ -236,7 +236,7 @@ pub(crate) const fn pair_letter(cp: u32) -> u8 {
 // language from one of the hundreds of others written in the same letters, which o200k_base
 // cuts finer.
 #[rustfmt::skip]
-const FAMILIAR: [u64; 352] = [
+const FAMILIAR: [u64; FAMILIAR_WORDS] = [
     0x4000030400000000, 0x600050010000402, 0x100010000000000, 0x10000180,
     0x2000413800000000, 0x80000, 0x2082013810000000, 0x8010080100,
     0x4000000404000000, 0x6000d8020000402, 0x80001000000000, 0x80000,
@@ -327,24 +327,34 @@ const FAMILIAR: [u64; 352] = [
     0x0, 0x0, 0x0, 0x0,
 ];
 
+/// The length of [`FAMILIAR`]: two words for each of the 176 [`pair_letter`]s.
+pub(crate) const FAMILIAR_WORDS: usize = 352;
+
 /// [`pair_letter`] of a character it knows no pairs of.
 const NO_LETTER: u8 = 0xff;
 /// The first Cyrillic [`pair_letter`].
 const CYRILLIC_LETTER: u8 = 128;
 
-/// Whether the pair of letters `a` then `b` ([`pair_letter`], `b` not [`NO_LETTER`], one of
-/// them at least outside ASCII) is one [`LATIN_PAIRS`] or [`CYRILLIC_PAIRS`] counts: the
-/// counter, if so.
+/// Where [`FAMILIAR`] holds the pair of letters `a` then `b` ([`pair_letter`]): its word and bit;
+/// `None` if either is [`NO_LETTER`] or they are letters of two scripts (Latin below 128,
+/// Cyrillic from it), which make no pair.
 #[inline(always)]
-fn rare_pair(a: u8, b: u8) -> Option<usize> {
-    // Letters of two scripts make no pair (Latin below 128, Cyrillic from it).
-    if (a ^ b) & CYRILLIC_LETTER != 0 {
+pub(crate) fn familiar_bit(a: u8, b: u8) -> Option<(usize, u32)> {
+    if (a ^ b) & CYRILLIC_LETTER != 0 || b == NO_LETTER {
         return None;
     }
-    // NOTE: `a` may be NO_LETTER, whose row is past the end.
-    let row = FAMILIAR.get(usize::from(a) << 1 | usize::from(b >> 6 & 1))?;
-    let counter = LATIN_PAIRS + usize::from(a >> 7);
-    (row >> (b & 63) & 1 == 0).then_some(counter)
+    // NOTE: the row of an `a` of NO_LETTER is past the end.
+    let word = usize::from(a) << 1 | usize::from(b >> 6 & 1);
+    (word < FAMILIAR_WORDS).then_some((word, u32::from(b & 63)))
+}
+
+/// Whether the pair of letters `a` then `b` ([`pair_letter`], one of them at least outside
+/// ASCII) is one [`LATIN_PAIRS`] or [`CYRILLIC_PAIRS`] counts: the counter, if so.
+#[inline(always)]
+fn rare_pair(a: u8, b: u8) -> Option<usize> {
+    let (word, bit) = familiar_bit(a, b)?;
+    let row = FAMILIAR.get(word)?;
+    (row >> bit & 1 == 0).then_some(LATIN_PAIRS + usize::from(a >> 7))
 }
 
 /// What a character is to the pre-tokenizer.
@@ -1254,12 +1264,9 @@ fn wide_pair_step(st: &mut State, sink: &mut impl Sink, here: u8) {
 /// with a letter outside ASCII before it if that is rare ([`rare_pair`]).
 #[inline(always)]
 fn ascii_after_wide(st: &mut State, sink: &mut impl Sink, b: u8) {
-    if st.last == 0 && st.wide_last != NO_LETTER {
-        let here = letter_of(u32::from(b));
-        if here != NO_LETTER {
-            if let Some(at) = rare_pair(st.wide_last, here) {
-                sink.add(at, 1);
-            }
+    if st.wide_last != NO_LETTER {
+        if let Some(at) = rare_pair(st.wide_last, letter_of(u32::from(b))) {
+            sink.add(at, 1);
         }
         st.wide_last = NO_LETTER;
     }
@@ -1561,12 +1568,8 @@ fn char_step(st: &mut State, sink: &mut impl Sink, b: &[u8]) -> usize {
     } else {
         let (cp, len) = decode(b, lead);
         let info = wide_info(cp);
-        let here = if info & W_LETTER != 0 {
-            letter_of(cp)
-        } else {
-            NO_LETTER
-        };
-        wide_pair_step(st, sink, here);
+        // `pair_letter` knows letters only: anything else is NO_LETTER.
+        wide_pair_step(st, sink, letter_of(cp));
         let class = (info & 15) as u8;
         if class == C_PUNCT {
             sink.add(P_BYTES, len as i64);
