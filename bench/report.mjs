@@ -169,8 +169,17 @@ function goals(results) {
     return a.value != null && b.value != null && !b.bound ? [c, a.value / b.value] : null;
   }).filter(Boolean);
   if (speedups.length) {
-    const [cls, min] = speedups.sort((a, b) => a[1] - b[1])[0];
-    lines.push(`- estimator ≥ 10× faster than exact counting: ${mark(min >= 10)} (lowest ${fixed(min, 1)}×, on ${cls})`);
+    const lowest = (list) => list.sort((a, b) => a[1] - b[1])[0];
+    const [cls, min] = lowest([...speedups]);
+    let line = `- estimator ≥ 10× faster than exact counting: ${mark(min >= 10)} (lowest ${fixed(min, 1)}×, on ${cls})`;
+    // The generated runs are told apart: exact counting takes a digit run whole, so there it
+    // is about as fast as the estimator, and a text class may pass where a run does not.
+    const text = speedups.filter(([c]) => !PATHOLOGICAL_CLASSES.includes(c));
+    if (text.length && text.length < speedups.length) {
+      const [textCls, textMin] = lowest(text);
+      line += `; on the text classes ${mark(textMin >= 10)} (lowest ${fixed(textMin, 1)}×, on ${textCls})`;
+    }
+    lines.push(line);
   }
   return lines.join("\n");
 }
