@@ -143,17 +143,17 @@ function slices({ cls, file, reps, sliceBytes, pathologicalBytes }) {
 const WARM_UP_MS = 250;
 
 /**
- * Counts the warm-up slice `texts` again until `WARM_UP_MS` have gone by (`spent` already), then
- * resets the peer's cache. V8 compiles wasm and JS with a baseline tier first and optimizes a hot
- * function in the background after it has run a while: one pass over a slice is about 2 ms for
- * the estimators, too short for that, and the timed repetitions after it were uneven (the
- * estimator, two processes each: 69-302 MB/s over the five timed slices after one pass, 148-265
- * after twenty). A peer that takes longer than `WARM_UP_MS` over the slice counts it once.
+ * Counts the warm-up slice `texts` again until `WARM_UP_MS` have gone by (`spent` already); the
+ * loop over the slices resets the peer's cache before the next one. V8 compiles wasm and JS with a
+ * baseline tier first and optimizes a hot function in the background after it has run a while: one
+ * pass over a slice is about 2 ms for the estimators, too short for that, and the timed repetitions
+ * after it were uneven (the estimator, two processes each: 69-302 MB/s over the five timed slices
+ * after one pass, 148-265 after twenty). A peer that takes longer than `WARM_UP_MS` over the slice
+ * counts it once.
  */
 function warmUp(counter, texts, spent) {
   const end = performance.now() + WARM_UP_MS - spent;
   while (performance.now() < end) for (const text of texts) counter.count(text);
-  counter.reset?.();
 }
 
 /**

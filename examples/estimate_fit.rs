@@ -54,6 +54,9 @@ use context_keeper::{count_tokens, Encoding};
 use estimate::{features, FEATURES, WEIGHTS};
 
 const CLASSES: [&str; 4] = ["english", "code", "json", "multilingual"];
+/// The index of the multilingual class in [`CLASSES`], and of the localized class after them.
+const MULTILINGUAL: usize = 3;
+const LOCALIZED_CLASS: usize = CLASSES.len();
 
 struct Sample {
     class: usize,
@@ -219,7 +222,7 @@ fn report(samples: &[Sample], est: &dyn Fn(&Sample) -> f64) {
     }
     let mut langs: Vec<&str> = samples
         .iter()
-        .filter(|s| s.class == 4)
+        .filter(|s| s.class == LOCALIZED_CLASS)
         .map(|s| s.lang.as_str())
         .collect();
     langs.dedup();
@@ -227,12 +230,14 @@ fn report(samples: &[Sample], est: &dyn Fn(&Sample) -> f64) {
         let mut line = String::new();
         for lang in langs {
             let (m, _, sg, _) = stats(
-                samples.iter().filter(|s| s.class == 4 && s.lang == lang),
+                samples
+                    .iter()
+                    .filter(|s| s.class == LOCALIZED_CLASS && s.lang == lang),
                 est,
             );
             line.push_str(&format!(" {lang} {m:.1} ({sg:+.1})"));
         }
-        let (m, p, sg, n) = stats(samples.iter().filter(|s| s.class == 4), est);
+        let (m, p, sg, n) = stats(samples.iter().filter(|s| s.class == LOCALIZED_CLASS), est);
         println!(
             "| localized (TypeScript's messages) | held-out | {n} | {m:.1} | {p:.1} | {sg:+.1} |"
         );
@@ -240,7 +245,7 @@ fn report(samples: &[Sample], est: &dyn Fn(&Sample) -> f64) {
     }
     let mut fams: Vec<&str> = samples
         .iter()
-        .filter(|s| s.class == 3)
+        .filter(|s| s.class == MULTILINGUAL)
         .map(|s| s.family)
         .collect();
     fams.sort();
@@ -252,7 +257,7 @@ fn report(samples: &[Sample], est: &dyn Fn(&Sample) -> f64) {
         let (m, p, sg, n) = stats(
             samples
                 .iter()
-                .filter(|s| s.class == 3 && !s.fit && s.family == fam),
+                .filter(|s| s.class == MULTILINGUAL && !s.fit && s.family == fam),
             est,
         );
         println!("| {fam} | {n} | {m:.1} | {p:.1} | {sg:+.1} |");
@@ -297,7 +302,7 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Vec<f64> {
 
 fn fit(samples: &[Sample]) -> [f64; FEATURES] {
     let fit: Vec<&Sample> = samples.iter().filter(|s| s.fit).collect();
-    let mut per_class = [0usize; 5];
+    let mut per_class = [0usize; LOCALIZED_CLASS + 1];
     for s in &fit {
         per_class[s.class] += 1;
     }
@@ -308,7 +313,7 @@ fn fit(samples: &[Sample]) -> [f64; FEATURES] {
     // The multilingual class keeps its share; the widely used languages weigh `major` times
     // the others inside it.
     let (mut plain, mut heavy) = (0usize, 0usize);
-    for s in fit.iter().filter(|s| s.class == 3) {
+    for s in fit.iter().filter(|s| s.class == MULTILINGUAL) {
         if s.major() {
             heavy += 1;
         } else {
@@ -341,7 +346,7 @@ fn fit(samples: &[Sample]) -> [f64; FEATURES] {
             // Weight: class share, relative error, and IRLS for |.|.
             let share = if s.major() {
                 major * scale
-            } else if s.class == 3 {
+            } else if s.class == MULTILINGUAL {
                 scale
             } else {
                 1.0
@@ -408,7 +413,7 @@ fn localized(lang: &str) -> Vec<String> {
 /// Prints `FAMILIAR`: the letter pairs that make at least 0.02% of the pairs of Latin
 /// (Cyrillic) letters in the second half of TypeScript's messages in one
 /// of the Latin-script languages (in Russian).
-fn print_familiar() {
+fn print_familiar(messages_of: &std::collections::HashMap<&str, Vec<String>>) {
     // The pairs that make at least 0.02% of the letter pairs of one of `langs` (each language
     // on its own, so that the pairs of one do not drown in the others').
     let count = |langs: &[&str]| {
@@ -416,7 +421,7 @@ fn print_familiar() {
         for lang in langs {
             let mut pairs = std::collections::HashMap::<(u8, u8), u64>::new();
             let mut total = 0u64;
-            let messages = localized(lang);
+            let messages = messages_of.get(lang).map(Vec::as_slice).unwrap_or_default();
             for text in &messages[messages.len() / 2..] {
                 let letters: Vec<u8> = text
                     .chars()
@@ -521,8 +526,12 @@ fn main() {
                 // one language) mostly fall on the same side.
                 fit: (i / 8) % 2 == 0,
                 f: features(&text),
-                family: if ci == 3 { family(&text) } else { "" },
-                lang: if ci == 3 {
+                family: if ci == MULTILINGUAL {
+                    family(&text)
+                } else {
+                    ""
+                },
+                lang: if ci == MULTILINGUAL {
                     let head = head(&text);
                     languages
                         .iter()
@@ -543,8 +552,12 @@ fn main() {
     // `--familiar` learns its letter pairs), in pieces of about the size of a multilingual
     // message. Text of another kind than the UDHR, so a check that the fit did not just learn
     // the UDHR's translations.
+    let messages_of: std::collections::HashMap<&str, Vec<String>> = LOCALIZED
+        .iter()
+        .map(|&lang| (lang, localized(lang)))
+        .collect();
     for lang in LOCALIZED {
-        let messages = localized(lang);
+        let messages = &messages_of[lang];
         let mut pieces = vec![String::new()];
         for text in &messages[..messages.len() / 2] {
             if pieces.last().unwrap().len() + text.len() > 4000 {
@@ -557,7 +570,7 @@ fn main() {
         for text in pieces.into_iter().take(24) {
             let exact = count_tokens(&text, Encoding::O200kBase).unwrap() as f64;
             samples.push(Sample {
-                class: 4,
+                class: LOCALIZED_CLASS,
                 fit: false,
                 f: features(&text),
                 family: "",
@@ -568,7 +581,7 @@ fn main() {
         }
     }
     if familiar {
-        print_familiar();
+        print_familiar(&messages_of);
     }
     if pairs {
         print_rare_pairs(&samples);
