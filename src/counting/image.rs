@@ -134,9 +134,15 @@ pub(crate) fn inline_data(part: &Value) -> Option<&str> {
     Some(text)
 }
 
-/// Width and height from the first bytes of a PNG, GIF, JPEG or WebP file in base64.
+/// Width and height from the first bytes of a PNG, GIF, JPEG or WebP file in base64; none for
+/// a header that says 0 for either (damaged or cut data): such an image gets the rule's default,
+/// not the price of a one-pixel image.
 pub(crate) fn sniff_size(base64: &str) -> Option<(u32, u32)> {
-    let bytes = decode_base64_prefix(base64, SNIFF_CHARS);
+    header_size(&decode_base64_prefix(base64, SNIFF_CHARS)).filter(|&(w, h)| w > 0 && h > 0)
+}
+
+/// Width and height as the header in `bytes` states them.
+fn header_size(bytes: &[u8]) -> Option<(u32, u32)> {
     let be16 = |at: usize| -> Option<u32> {
         Some(u32::from(*bytes.get(at)?) << 8 | u32::from(*bytes.get(at + 1)?))
     };
@@ -146,7 +152,8 @@ pub(crate) fn sniff_size(base64: &str) -> Option<(u32, u32)> {
     let le24 =
         |at: usize| -> Option<u32> { Some(le16(at)? | u32::from(*bytes.get(at + 2)?) << 16) };
     let head = |at: usize, sig: &[u8]| bytes.get(at..at + sig.len()) == Some(sig);
-    if head(0, b"\x89PNG\r\n\x1a\n") {
+    // The first chunk of a PNG is its IHDR: length, "IHDR", width, height.
+    if head(0, b"\x89PNG\r\n\x1a\n") && head(12, b"IHDR") {
         let w = be16(16)? << 16 | be16(18)?;
         let h = be16(20)? << 16 | be16(22)?;
         return Some((w, h));
@@ -265,6 +272,33 @@ mod tests {
         assert_eq!(sniff_size("not an image"), None);
         assert_eq!(sniff_size(""), None);
         assert_eq!(sniff_size("/9j/"), None);
+    }
+
+    #[test]
+    fn damaged_headers_get_the_default() {
+        // A PNG signature followed by zeros: no IHDR chunk, so no size.
+        let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+        png.extend([0; 24]);
+        assert_eq!(sniff_size(&encode(&png)), None);
+        // An IHDR that says 0 x 0, a GIF of 0 x 5, a JPEG frame of width 0.
+        let mut zero = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
+        zero.extend([0; 8]);
+        assert_eq!(sniff_size(&encode(&zero)), None);
+        assert_eq!(sniff_size(&encode(b"GIF89a\0\0\x05\0")), None);
+        let jpeg = [0xff, 0xd8, 0xff, 0xc0, 0, 11, 8, 0, 10, 0, 0];
+        assert_eq!(sniff_size(&encode(&jpeg)), None);
+        let area = ImageRule::Area {
+            divisor: 750,
+            max_side: 1568,
+        };
+        let part = json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": encode(&png)}});
+        assert_eq!(image_tokens(area, &part), (AREA_MAX_TOKENS, true));
+        let tiles = ImageRule::Tiles {
+            base: 85,
+            per_tile: 170,
+        };
+        let url = json!({"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{}", encode(&zero))}});
+        assert_eq!(image_tokens(tiles, &url), (765, true));
     }
 
     fn encode(bytes: &[u8]) -> String {
