@@ -193,9 +193,9 @@ async function throughput(task) {
  * whole in one call per repetition, reported as class "conversation/countMessages", for exact
  * peers only: `countMessages` counts exactly, so under an estimator's name it would time exact
  * counting again. Its total includes per-message framing, so it is not compared with the
- * reference. The package's
- * per-message count cache is cleared before every repetition (untimed), so each one counts the
- * conversation afresh; the engine's small cache of recent pieces stays warm, as in real use.
+ * reference. The package's per-message count cache is cleared before every repetition
+ * (untimed), so each one counts the conversation afresh; the engine's small cache of recent
+ * pieces stays warm, as in real use.
  */
 async function viaCountMessages(task, counter) {
   const countMessages = counter.module?.countMessages;
