@@ -1,8 +1,9 @@
 //! The model registry: what a model name means for counting and budgeting.
 //!
 //! A name matches an entry exactly, or else the longest entry that is a prefix of it at a word
-//! boundary (`gpt-4o-mini-2024-07-18` is `gpt-4o-mini`; `gpt-40` is nothing). Matching ignores
-//! ASCII case and a leading provider path such as `openai/` or `anthropic/`. Models whose
+//! boundary (`gpt-4o-2024-08-06` is `gpt-4o`; `gpt-40` is nothing). Matching ignores ASCII
+//! case, a leading path (`openai/`, `@cf/meta/`), and the prefixes and spellings of hosts and
+//! routers (see `normalize`). Each entry carries its model's image rule. Models whose
 //! tokenizer is not public (Claude, Gemini, and open models with their own vocabularies) count
 //! with the closest encoding and say so with `exact: false`. An unknown model gets a
 //! conservative default, flagged `known: false`; the caller can override every field.
@@ -59,8 +60,9 @@ impl Framing {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "rule", rename_all = "camelCase")]
 pub enum ImageRule {
-    /// OpenAI's tiles: fit in 2048x2048, shortest side to 768, then `base` plus `per_tile` for
-    /// every 512x512 tile (`base` alone at low detail).
+    /// OpenAI's tiles (GPT-4o, GPT-4.1, GPT-4.5, GPT-5 and 5.1, o1, o3): fit in 2048x2048,
+    /// shortest side to 768, then `base` plus `per_tile` for every 512x512 tile (`base` alone
+    /// at low detail).
     #[serde(rename_all = "camelCase")]
     Tiles {
         /// Tokens every image costs.
@@ -68,8 +70,35 @@ pub enum ImageRule {
         /// Tokens per 512x512 tile at high detail.
         per_tile: u32,
     },
-    /// Anthropic's area rule: width x height / `divisor` after fitting the long side in
-    /// `max_side` pixels.
+    /// Square patches: fit the long side in `max_side` (when set), shrink until at most
+    /// `max_patches` patches of `size` x `size` pixels cover the image, then charge the patches
+    /// times `multiplier`. Anthropic's rule for Claude (28-pixel patches) and OpenAI's for its
+    /// small models (32-pixel patches, gpt-4.1-mini and nano, o4-mini, gpt-5-mini and nano)
+    /// and GPT-5.2 on. The `detail` setting does not change it.
+    #[serde(rename_all = "camelCase")]
+    Patches {
+        /// The side of a patch in pixels.
+        size: u32,
+        /// The most patches an image is given; a larger image is scaled down to fit.
+        max_patches: u32,
+        /// The longest side kept before the patch budget applies.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max_side: Option<u32>,
+        /// Tokens per patch.
+        #[serde(default)]
+        multiplier: Multiplier,
+    },
+    /// Gemini 1.5 and 2.x: an image within 384x384 is one tile; a larger one is cut into
+    /// square crops of its shortest side / 1.5 (kept within 256..=768 pixels), each charged
+    /// `per_tile`.
+    #[serde(rename_all = "camelCase")]
+    Crops {
+        /// Tokens per crop (Google: 258).
+        per_tile: u32,
+    },
+    /// Anthropic's older area rule: width x height / `divisor` after fitting the long side in
+    /// `max_side`, at most about 1,600 tokens. Kept for callers' entries; the registry now
+    /// uses [`ImageRule::Patches`], which Anthropic documents.
     #[serde(rename_all = "camelCase")]
     Area {
         /// Pixels per token.
@@ -77,13 +106,53 @@ pub enum ImageRule {
         /// Longest side the provider keeps before it downscales.
         max_side: u32,
     },
-    /// A flat price per image (Gemini charges 258 tokens for an image up to 384x384 and tiles
-    /// beyond; the flat price of a typical tile is the documented default here).
+    /// A flat price per image, whatever its size (Gemini 3 at its default media resolution).
     #[serde(rename_all = "camelCase")]
     Flat {
         /// Tokens per image.
         tokens: u32,
     },
+}
+
+/// Tokens per image patch, in hundredths (JS sees the number: `1.62`), so rules stay exact,
+/// comparable and hashable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Multiplier(pub u32);
+
+impl Multiplier {
+    /// One token per patch.
+    pub const ONE: Multiplier = Multiplier(100);
+
+    /// `patches` times the multiplier, rounded up.
+    pub fn apply(self, patches: u64) -> u64 {
+        (patches * u64::from(self.0)).div_ceil(100)
+    }
+}
+
+impl Default for Multiplier {
+    fn default() -> Self {
+        Multiplier::ONE
+    }
+}
+
+impl Serialize for Multiplier {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_f64(f64::from(self.0) / 100.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Multiplier {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = f64::deserialize(deserializer)?;
+        let hundredths = (value * 100.0).round();
+        if !(0.0..=1_000_000.0).contains(&hundredths) {
+            return Err(serde::de::Error::custom(
+                "a multiplier between 0 and 10000 tokens per patch",
+            ));
+        }
+        // NOTE: in range, so the cast is exact.
+        Ok(Multiplier(hundredths as u32))
+    }
 }
 
 /// Everything the registry knows of a model.
@@ -110,143 +179,349 @@ pub struct ModelInfo {
     pub known: bool,
 }
 
-/// One entry of the built-in table: name (or prefix), provider, window, max output, encoding
-/// and whether that encoding is the model's own.
-type Entry = (&'static str, Provider, u32, u32, Encoding, bool);
+/// One entry of the built-in table.
+struct Entry {
+    /// The name, or the prefix of a family's names (normalized: lower case, no path).
+    name: &'static str,
+    provider: Provider,
+    context_window: u32,
+    max_output: u32,
+    encoding: Encoding,
+    /// Whether `encoding` is the model's own tokenizer.
+    exact: bool,
+    images: ImageRule,
+}
 
 use Encoding::{Cl100kBase as CL100K, O200kBase as O200K};
 use Provider::{Alibaba, Anthropic, DeepSeek, Google, Meta, Mistral, OpenAi};
+
+/// OpenAI's tile prices, per model family (OpenAI's "Images and vision" guide).
+const fn tiles(base: u32, per_tile: u32) -> ImageRule {
+    ImageRule::Tiles { base, per_tile }
+}
+const GPT_4O_TILES: ImageRule = tiles(85, 170);
+const GPT_5_TILES: ImageRule = tiles(70, 140);
+const O_SERIES_TILES: ImageRule = tiles(75, 150);
+const GPT_4O_MINI_TILES: ImageRule = tiles(2_833, 5_667);
+
+/// OpenAI's 32-pixel patches, at most 1,536 an image, times the model's multiplier (in
+/// hundredths). OpenAI's guide gives 1.62 for gpt-5-mini and 2.46 for gpt-5-nano; measurements
+/// reported on OpenAI's forum bill them at 1.2 and 1.5. The published (larger) figures stay
+/// here, since a budget may over-count but must not under-count; a caller can override them.
+const fn openai_patches(multiplier: u32) -> ImageRule {
+    ImageRule::Patches {
+        size: 32,
+        max_patches: 1_536,
+        max_side: None,
+        multiplier: Multiplier(multiplier),
+    }
+}
+
+/// Anthropic's 28-pixel patches: long side at most 1,568 pixels and 1,568 patches; Claude
+/// Opus 4.7 and later models read images at high resolution, up to 2,576 pixels and 4,784
+/// patches.
+const CLAUDE_PATCHES: ImageRule = claude_patches(1_568, 1_568);
+const CLAUDE_HIGH_RES: ImageRule = claude_patches(2_576, 4_784);
+const fn claude_patches(max_side: u32, max_patches: u32) -> ImageRule {
+    ImageRule::Patches {
+        size: 28,
+        max_patches,
+        max_side: Some(max_side),
+        multiplier: Multiplier::ONE,
+    }
+}
+
+/// Gemini 1.5 and 2.x: 258 tokens per 768-pixel crop. Gemini 1.0 charged 258 per image, and
+/// Gemini 3 charges up to 1,120 at its default (high) media resolution for images.
+const GEMINI_CROPS: ImageRule = ImageRule::Crops { per_tile: 258 };
+
+const fn openai(
+    name: &'static str,
+    context_window: u32,
+    max_output: u32,
+    encoding: Encoding,
+    images: ImageRule,
+) -> Entry {
+    Entry {
+        name,
+        provider: OpenAi,
+        context_window,
+        max_output,
+        encoding,
+        exact: true,
+        images,
+    }
+}
+
+const fn claude(
+    name: &'static str,
+    context_window: u32,
+    max_output: u32,
+    images: ImageRule,
+) -> Entry {
+    Entry {
+        name,
+        provider: Anthropic,
+        context_window,
+        max_output,
+        encoding: O200K,
+        exact: false,
+        images,
+    }
+}
+
+/// A model with no public tokenizer, counted with the closest public encoding.
+const fn open(
+    name: &'static str,
+    provider: Provider,
+    context_window: u32,
+    max_output: u32,
+    encoding: Encoding,
+) -> Entry {
+    Entry {
+        name,
+        provider,
+        context_window,
+        max_output,
+        encoding,
+        exact: false,
+        images: image_rule(provider),
+    }
+}
+
+const fn gemini(
+    name: &'static str,
+    context_window: u32,
+    max_output: u32,
+    images: ImageRule,
+) -> Entry {
+    Entry {
+        name,
+        provider: Google,
+        context_window,
+        max_output,
+        encoding: O200K,
+        exact: false,
+        images,
+    }
+}
+
+const M: u32 = 1_048_576;
 
 /// The built-in registry, from the providers' published model pages. Longest prefix wins, so a
 /// specific entry (`gpt-4o-mini`) may sit beside a general one (`gpt-4o`).
 const MODELS: &[Entry] = &[
     // OpenAI. Every model since GPT-4o counts with o200k_base.
-    ("gpt-5", OpenAi, 400_000, 128_000, O200K, true),
-    ("gpt-5-chat", OpenAi, 128_000, 16_384, O200K, true),
-    ("gpt-4.1", OpenAi, 1_047_576, 32_768, O200K, true),
-    ("gpt-4.5", OpenAi, 128_000, 16_384, O200K, true),
-    ("gpt-4o", OpenAi, 128_000, 16_384, O200K, true),
-    ("gpt-4o-2024-05-13", OpenAi, 128_000, 4_096, O200K, true),
-    ("chatgpt-4o", OpenAi, 128_000, 16_384, O200K, true),
-    ("o1", OpenAi, 200_000, 100_000, O200K, true),
-    ("o1-mini", OpenAi, 128_000, 65_536, O200K, true),
-    ("o1-preview", OpenAi, 128_000, 32_768, O200K, true),
-    ("o3", OpenAi, 200_000, 100_000, O200K, true),
-    ("o4-mini", OpenAi, 200_000, 100_000, O200K, true),
-    ("codex-mini", OpenAi, 200_000, 100_000, O200K, true),
-    ("gpt-oss", OpenAi, 131_072, 131_072, O200K, true),
-    ("gpt-4", OpenAi, 8_192, 8_192, CL100K, true),
-    ("gpt-4-32k", OpenAi, 32_768, 32_768, CL100K, true),
-    ("gpt-4-turbo", OpenAi, 128_000, 4_096, CL100K, true),
-    ("gpt-4-1106", OpenAi, 128_000, 4_096, CL100K, true),
-    ("gpt-4-0125", OpenAi, 128_000, 4_096, CL100K, true),
-    ("gpt-3.5-turbo", OpenAi, 16_385, 4_096, CL100K, true),
-    ("gpt-35-turbo", OpenAi, 16_385, 4_096, CL100K, true),
-    ("text-embedding-3", OpenAi, 8_191, 0, CL100K, true),
-    ("text-embedding-ada-002", OpenAi, 8_191, 0, CL100K, true),
-    // Anthropic: no public tokenizer for Claude 3 and later.
-    ("claude", Anthropic, 200_000, 4_096, O200K, false),
-    ("claude-3-5-sonnet", Anthropic, 200_000, 8_192, O200K, false),
-    ("claude-3-5-haiku", Anthropic, 200_000, 8_192, O200K, false),
-    (
-        "claude-3-7-sonnet",
-        Anthropic,
-        200_000,
-        64_000,
+    openai("gpt-5", 400_000, 128_000, O200K, GPT_5_TILES),
+    openai("gpt-5-chat", 128_000, 16_384, O200K, GPT_5_TILES),
+    openai("gpt-5-mini", 400_000, 128_000, O200K, openai_patches(162)),
+    openai("gpt-5-nano", 400_000, 128_000, O200K, openai_patches(246)),
+    openai("gpt-5-pro", 400_000, 272_000, O200K, GPT_5_TILES),
+    openai("gpt-5.1", 400_000, 128_000, O200K, GPT_5_TILES),
+    openai("gpt-5.1-chat", 128_000, 16_384, O200K, GPT_5_TILES),
+    openai("gpt-5.2", 400_000, 128_000, O200K, openai_patches(120)),
+    openai("gpt-5.2-chat", 128_000, 16_384, O200K, openai_patches(120)),
+    openai("gpt-5.4", 1_050_000, 128_000, O200K, openai_patches(120)),
+    openai("gpt-4.1", 1_047_576, 32_768, O200K, GPT_4O_TILES),
+    openai(
+        "gpt-4.1-mini",
+        1_047_576,
+        32_768,
         O200K,
-        false,
+        openai_patches(162),
     ),
-    ("claude-sonnet-4", Anthropic, 200_000, 64_000, O200K, false),
-    ("claude-opus-4", Anthropic, 200_000, 32_000, O200K, false),
-    ("claude-opus-4-5", Anthropic, 200_000, 64_000, O200K, false),
-    ("claude-haiku-4", Anthropic, 200_000, 64_000, O200K, false),
+    openai(
+        "gpt-4.1-nano",
+        1_047_576,
+        32_768,
+        O200K,
+        openai_patches(246),
+    ),
+    openai("gpt-4.5", 128_000, 16_384, O200K, GPT_4O_TILES),
+    openai("gpt-4o", 128_000, 16_384, O200K, GPT_4O_TILES),
+    openai("gpt-4o-mini", 128_000, 16_384, O200K, GPT_4O_MINI_TILES),
+    openai("gpt-4o-2024-05-13", 128_000, 4_096, O200K, GPT_4O_TILES),
+    openai("chatgpt-4o", 128_000, 16_384, O200K, GPT_4O_TILES),
+    openai("o1", 200_000, 100_000, O200K, O_SERIES_TILES),
+    openai("o1-mini", 128_000, 65_536, O200K, O_SERIES_TILES),
+    openai("o1-preview", 128_000, 32_768, O200K, O_SERIES_TILES),
+    openai("o3", 200_000, 100_000, O200K, O_SERIES_TILES),
+    openai("o4-mini", 200_000, 100_000, O200K, openai_patches(172)),
+    openai("codex-mini", 200_000, 100_000, O200K, openai_patches(172)),
+    openai("gpt-oss", 131_072, 131_072, O200K, GPT_4O_TILES),
+    openai("gpt-4", 8_192, 8_192, CL100K, GPT_4O_TILES),
+    openai("gpt-4-32k", 32_768, 32_768, CL100K, GPT_4O_TILES),
+    openai("gpt-4-turbo", 128_000, 4_096, CL100K, GPT_4O_TILES),
+    openai("gpt-4-1106", 128_000, 4_096, CL100K, GPT_4O_TILES),
+    openai("gpt-4-0125", 128_000, 4_096, CL100K, GPT_4O_TILES),
+    openai("gpt-3.5-turbo", 16_385, 4_096, CL100K, GPT_4O_TILES),
+    openai("gpt-35-turbo", 16_385, 4_096, CL100K, GPT_4O_TILES),
+    openai("text-embedding-3", 8_191, 0, CL100K, GPT_4O_TILES),
+    openai("text-embedding-ada-002", 8_191, 0, CL100K, GPT_4O_TILES),
+    // Anthropic: no public tokenizer for Claude 3 and later. The 1M-token window begins with
+    // Opus 4.6 and Sonnet 4.6; Sonnet 4.5, Opus 4.5 and Haiku 4.5 keep 200k.
+    claude("claude", 200_000, 4_096, CLAUDE_PATCHES),
+    claude("claude-3-5-sonnet", 200_000, 8_192, CLAUDE_PATCHES),
+    claude("claude-3-5-haiku", 200_000, 8_192, CLAUDE_PATCHES),
+    claude("claude-3-7-sonnet", 200_000, 64_000, CLAUDE_PATCHES),
+    claude("claude-sonnet-4", 200_000, 64_000, CLAUDE_PATCHES),
+    claude("claude-sonnet-4-6", M_CLAUDE, 128_000, CLAUDE_PATCHES),
+    claude("claude-opus-4", 200_000, 32_000, CLAUDE_PATCHES),
+    claude("claude-opus-4-5", 200_000, 64_000, CLAUDE_PATCHES),
+    claude("claude-opus-4-6", M_CLAUDE, 128_000, CLAUDE_PATCHES),
+    claude("claude-opus-4-7", M_CLAUDE, 128_000, CLAUDE_HIGH_RES),
+    claude("claude-opus-4-8", M_CLAUDE, 128_000, CLAUDE_HIGH_RES),
+    claude("claude-haiku-4", 200_000, 64_000, CLAUDE_PATCHES),
+    claude("claude-opus-5", M_CLAUDE, 128_000, CLAUDE_HIGH_RES),
+    claude("claude-sonnet-5", M_CLAUDE, 128_000, CLAUDE_HIGH_RES),
+    claude("claude-haiku-5", M_CLAUDE, 128_000, CLAUDE_HIGH_RES),
+    claude("claude-fable-5", M_CLAUDE, 128_000, CLAUDE_HIGH_RES),
+    claude("claude-mythos-5", M_CLAUDE, 128_000, CLAUDE_HIGH_RES),
     // Google.
-    ("gemini", Google, 1_048_576, 8_192, O200K, false),
-    ("gemini-1.5-pro", Google, 2_097_152, 8_192, O200K, false),
-    ("gemini-2.5", Google, 1_048_576, 65_536, O200K, false),
-    ("gemini-3", Google, 1_048_576, 65_536, O200K, false),
-    // Open models, counted with the public encoding closest to their own vocabulary.
-    ("llama-3", Meta, 8_192, 8_192, CL100K, false),
-    ("llama-3.1", Meta, 131_072, 8_192, CL100K, false),
-    ("llama-3.2", Meta, 131_072, 8_192, CL100K, false),
-    ("llama-3.3", Meta, 131_072, 8_192, CL100K, false),
-    ("llama-4", Meta, 1_048_576, 8_192, O200K, false),
-    ("llama-4-scout", Meta, 10_485_760, 8_192, O200K, false),
-    ("qwen", Alibaba, 32_768, 8_192, CL100K, false),
-    ("qwen2.5", Alibaba, 131_072, 8_192, CL100K, false),
-    ("qwen3", Alibaba, 131_072, 32_768, CL100K, false),
-    ("mistral", Mistral, 32_768, 8_192, O200K, false),
-    ("mistral-large", Mistral, 131_072, 8_192, O200K, false),
-    ("mistral-medium", Mistral, 131_072, 8_192, O200K, false),
-    ("mistral-small", Mistral, 131_072, 8_192, O200K, false),
-    ("codestral", Mistral, 262_144, 8_192, O200K, false),
-    ("deepseek", DeepSeek, 131_072, 8_192, CL100K, false),
-    (
-        "deepseek-reasoner",
-        DeepSeek,
-        131_072,
-        65_536,
-        CL100K,
-        false,
+    gemini("gemini", M, 8_192, GEMINI_CROPS),
+    gemini("gemini-pro", 32_768, 8_192, ImageRule::Flat { tokens: 258 }),
+    gemini(
+        "gemini-1.0-pro",
+        32_768,
+        8_192,
+        ImageRule::Flat { tokens: 258 },
     ),
+    gemini("gemini-1.5-pro", 2_097_152, 8_192, GEMINI_CROPS),
+    gemini("gemini-2.5", M, 65_536, GEMINI_CROPS),
+    gemini("gemini-3", M, 65_536, ImageRule::Flat { tokens: 1_120 }),
+    // Open models, counted with the public encoding closest to their own vocabulary.
+    open("llama-3", Meta, 8_192, 8_192, CL100K),
+    open("llama-3.1", Meta, 131_072, 8_192, CL100K),
+    open("llama-3.2", Meta, 131_072, 8_192, CL100K),
+    open("llama-3.3", Meta, 131_072, 8_192, CL100K),
+    open("llama-4", Meta, M, 8_192, O200K),
+    open("llama-4-scout", Meta, 10_485_760, 8_192, O200K),
+    open("qwen", Alibaba, 32_768, 8_192, CL100K),
+    open("qwen-plus", Alibaba, 131_072, 8_192, CL100K),
+    open("qwen-turbo", Alibaba, 1_000_000, 8_192, CL100K),
+    open("qwen-long", Alibaba, 10_000_000, 8_192, CL100K),
+    open("qwen2", Alibaba, 131_072, 8_192, CL100K),
+    open("qwen2.5", Alibaba, 131_072, 8_192, CL100K),
+    open("qwen3", Alibaba, 131_072, 32_768, CL100K),
+    open("qwq", Alibaba, 131_072, 32_768, CL100K),
+    open("mistral", Mistral, 32_768, 8_192, O200K),
+    open("mistral-large", Mistral, 131_072, 8_192, O200K),
+    open("mistral-medium", Mistral, 131_072, 8_192, O200K),
+    open("mistral-small", Mistral, 131_072, 8_192, O200K),
+    open("mistral-nemo", Mistral, 131_072, 8_192, O200K),
+    open("ministral", Mistral, 131_072, 8_192, O200K),
+    open("mixtral-8x7b", Mistral, 32_768, 8_192, O200K),
+    open("mixtral-8x22b", Mistral, 65_536, 8_192, O200K),
+    open("pixtral", Mistral, 131_072, 8_192, O200K),
+    open("magistral", Mistral, 131_072, 40_000, O200K),
+    open("devstral", Mistral, 131_072, 8_192, O200K),
+    open("codestral", Mistral, 262_144, 8_192, O200K),
+    open("deepseek", DeepSeek, 131_072, 8_192, CL100K),
+    open("deepseek-reasoner", DeepSeek, 131_072, 65_536, CL100K),
 ];
+
+/// Claude's long window: one million tokens.
+const M_CLAUDE: u32 = 1_000_000;
 
 /// The window and output assumed for a model the registry does not know: small enough that a
 /// conversation fitted to it fits every current model.
 const UNKNOWN_WINDOW: u32 = 8_192;
 const UNKNOWN_MAX_OUTPUT: u32 = 4_096;
 
-/// Provider path prefixes that matching ignores (`openai/gpt-4o`, as routers name models).
-const PROVIDER_PATHS: &[&str] = &[
-    "openai/",
-    "anthropic/",
-    "google/",
-    "meta-llama/",
-    "meta/",
-    "qwen/",
-    "mistralai/",
-    "deepseek/",
-    "models/",
+/// Region prefixes of Amazon Bedrock's cross-region inference profiles (`us.anthropic.…`).
+const BEDROCK_REGIONS: &[&str] = &[
+    "us.", "eu.", "apac.", "jp.", "au.", "ca.", "us-gov.", "global.",
 ];
 
-pub(crate) fn image_rule(provider: Provider) -> ImageRule {
+/// Vendor prefixes of Bedrock model ids (`anthropic.claude-…-v1:0`) and of model names that
+/// carry their maker (`meta-llama-3.1-8b` after a path is dropped, `open-mistral-nemo`).
+const VENDOR_PREFIXES: &[&str] = &[
+    "anthropic.",
+    "meta.",
+    "mistral.",
+    "deepseek.",
+    "meta-",
+    "open-",
+];
+
+/// The image rule a provider uses when an entry does not say (a caller's entry that names only
+/// its provider).
+pub(crate) const fn image_rule(provider: Provider) -> ImageRule {
     match provider {
-        Provider::Anthropic => ImageRule::Area {
-            divisor: 750,
-            max_side: 1568,
-        },
-        Provider::Google => ImageRule::Flat { tokens: 258 },
-        _ => ImageRule::Tiles {
-            base: 85,
-            per_tile: 170,
-        },
+        Provider::Anthropic => CLAUDE_PATCHES,
+        Provider::Google => GEMINI_CROPS,
+        _ => GPT_4O_TILES,
     }
 }
 
 fn info(entry: &Entry) -> ModelInfo {
-    let &(name, provider, context_window, max_output, encoding, exact) = entry;
     ModelInfo {
-        name: name.to_owned(),
-        provider,
-        context_window,
-        max_output,
-        encoding,
-        exact,
+        name: entry.name.to_owned(),
+        provider: entry.provider,
+        context_window: entry.context_window,
+        max_output: entry.max_output,
+        encoding: entry.encoding,
+        exact: entry.exact,
         framing: Framing::CHAT,
-        images: image_rule(provider),
+        images: entry.images,
         known: true,
     }
 }
 
-/// The name as matching sees it: trimmed, lower case, without a provider path.
+/// The name as matching sees it: trimmed and lower case; without a path (`openai/gpt-4o`,
+/// `@cf/meta/llama-3.1-8b-instruct`, `models/gemini-2.5-pro`), a fine-tune's `ft:`, a Bedrock
+/// region or vendor (`us.anthropic.claude-…`); with the spellings of other hosts brought to
+/// the providers' own (`claude-3.7-sonnet` is `claude-3-7-sonnet`, Ollama's `llama3.1` and
+/// Bedrock's `llama3-1` are `llama-3.1`).
 pub(crate) fn normalize(model: &str) -> String {
-    let name = model.trim().to_ascii_lowercase();
-    match PROVIDER_PATHS
-        .iter()
-        .find_map(|path| name.strip_prefix(path))
-    {
-        Some(rest) => rest.to_owned(),
-        None => name,
+    let lower = model.trim().to_ascii_lowercase();
+    let mut name = lower.rsplit('/').next().unwrap_or_default();
+    name = name.strip_prefix("ft:").unwrap_or(name);
+    for region in BEDROCK_REGIONS {
+        if let Some(rest) = name.strip_prefix(region) {
+            if VENDOR_PREFIXES
+                .iter()
+                .any(|v| v.ends_with('.') && rest.starts_with(v))
+            {
+                name = rest;
+            }
+        }
+    }
+    for vendor in VENDOR_PREFIXES {
+        if let Some(rest) = name.strip_prefix(vendor) {
+            name = rest;
+            break;
+        }
+    }
+    if name.starts_with("claude") {
+        // Routers write Claude's versions with dots (OpenRouter's `claude-3.7-sonnet`,
+        // `claude-sonnet-4.5`); Anthropic's ids use hyphens.
+        return name.replace('.', "-");
+    }
+    if let Some(rest) = name.strip_prefix("llama") {
+        return format!("llama-{}", llama_version(rest.trim_start_matches('-')));
+    }
+    name.to_owned()
+}
+
+/// `3.1-8b`, `3-1-70b-instruct` (Bedrock) or `3.1:8b` (Ollama) as `3.1-8b…`: a single-digit
+/// minor version after a hyphen becomes a dotted one.
+fn llama_version(rest: &str) -> String {
+    let bytes = rest.as_bytes();
+    match bytes {
+        [major, b'-', minor, tail @ ..]
+            if major.is_ascii_digit()
+                && minor.is_ascii_digit()
+                && tail.first().is_none_or(|c| !c.is_ascii_alphanumeric()) =>
+        {
+            format!(
+                "{}.{}{}",
+                *major as char,
+                *minor as char,
+                rest.get(3..).unwrap_or_default()
+            )
+        }
+        _ => rest.to_owned(),
     }
 }
 
@@ -264,8 +539,8 @@ fn lookup(model: &str) -> Option<&'static Entry> {
     let name = normalize(model);
     MODELS
         .iter()
-        .filter(|(known, ..)| matches_prefix(&name, known))
-        .max_by_key(|(known, ..)| known.len())
+        .filter(|entry| matches_prefix(&name, entry.name))
+        .max_by_key(|entry| entry.name.len())
 }
 
 /// What the registry knows of `model`; an unknown model gets conservative defaults and
@@ -274,7 +549,7 @@ fn lookup(model: &str) -> Option<&'static Entry> {
 /// ```
 /// use context_keeper::model::{model_info, Provider};
 /// let info = model_info("gpt-4o-mini-2024-07-18");
-/// assert_eq!((info.name.as_str(), info.context_window, info.exact), ("gpt-4o", 128_000, true));
+/// assert_eq!((info.name.as_str(), info.context_window, info.exact), ("gpt-4o-mini", 128_000, true));
 /// let claude = model_info("claude-sonnet-4-5-20250929");
 /// assert_eq!((claude.provider, claude.exact), (Provider::Anthropic, false));
 /// assert!(!model_info("my-finetune").known);
@@ -288,10 +563,7 @@ pub fn model_info(model: &str) -> ModelInfo {
         encoding: Encoding::O200kBase,
         exact: false,
         framing: Framing::CHAT,
-        images: ImageRule::Tiles {
-            base: 85,
-            per_tile: 170,
-        },
+        images: GPT_4O_TILES,
         known: false,
     })
 }
@@ -307,7 +579,7 @@ pub struct UnknownModel {
 fn known_models() -> String {
     MODELS
         .iter()
-        .map(|(name, ..)| *name)
+        .map(|entry| entry.name)
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -332,7 +604,7 @@ pub enum ResolveError {
 /// assert_eq!(encoding_for_model("gpt-40"), None);
 /// ```
 pub fn encoding_for_model(model: &str) -> Option<Encoding> {
-    lookup(model).map(|&(_, _, _, _, encoding, _)| encoding)
+    lookup(model).map(|entry| entry.encoding)
 }
 
 /// Chooses the encoding for a count: an explicit `encoding` wins over the `model`'s, and with
@@ -378,7 +650,8 @@ mod tests {
         assert_eq!(encoding_for_model("o30"), None);
         assert_eq!(encoding_for_model("gpt-40"), None);
         assert_eq!(encoding_for_model(""), None);
-        assert_eq!(model_info("gpt-4o-mini").name, "gpt-4o");
+        assert_eq!(model_info("gpt-4o-2024-08-06").name, "gpt-4o");
+        assert_eq!(model_info("gpt-4o-mini-2024-07-18").name, "gpt-4o-mini");
         assert_eq!(model_info("gpt-4o-2024-05-13").max_output, 4_096);
         assert_eq!(model_info("gpt-4-32k-0613").context_window, 32_768);
         assert_eq!(model_info("claude-opus-4-1-20250805").name, "claude-opus-4");
@@ -390,12 +663,82 @@ mod tests {
     }
 
     #[test]
+    fn names_as_hosts_and_routers_write_them() {
+        let cases = [
+            // Cloudflare Workers AI, Hugging Face, routers: a path before the name.
+            ("@cf/meta/llama-3.1-8b-instruct", "llama-3.1", 131_072),
+            (
+                "meta-llama/Meta-Llama-3.1-8B-Instruct",
+                "llama-3.1",
+                131_072,
+            ),
+            ("accounts/x/models/qwen2-72b-instruct", "qwen2", 131_072),
+            // Amazon Bedrock: vendor and region prefixes, version suffixes.
+            (
+                "anthropic.claude-3-5-sonnet-20240620-v1:0",
+                "claude-3-5-sonnet",
+                200_000,
+            ),
+            (
+                "us.anthropic.claude-3-7-sonnet-20250219-v1:0",
+                "claude-3-7-sonnet",
+                200_000,
+            ),
+            ("meta.llama3-1-70b-instruct-v1:0", "llama-3.1", 131_072),
+            ("meta.llama3-70b-instruct-v1:0", "llama-3", 8_192),
+            // OpenAI fine-tunes.
+            (
+                "ft:gpt-4o-mini-2024-07-18:acme::abc123",
+                "gpt-4o-mini",
+                128_000,
+            ),
+            // Ollama.
+            ("llama3.1", "llama-3.1", 131_072),
+            ("llama3.2:3b", "llama-3.2", 131_072),
+            ("llama3", "llama-3", 8_192),
+            ("qwq-32b", "qwq", 131_072),
+            // OpenRouter's dotted Claude versions.
+            ("anthropic/claude-3.7-sonnet", "claude-3-7-sonnet", 200_000),
+            ("anthropic/claude-3.5-sonnet", "claude-3-5-sonnet", 200_000),
+            ("anthropic/claude-sonnet-4.5", "claude-sonnet-4", 200_000),
+            ("anthropic/claude-opus-4.6", "claude-opus-4-6", 1_000_000),
+            // Mistral's and Groq's names.
+            ("mixtral-8x7b-32768", "mixtral-8x7b", 32_768),
+            ("open-mistral-nemo", "mistral-nemo", 131_072),
+            ("ministral-8b-latest", "ministral", 131_072),
+            ("pixtral-large-latest", "pixtral", 131_072),
+            ("magistral-medium-2506", "magistral", 131_072),
+            // Names that a shorter prefix used to claim.
+            ("gpt-5.1-chat-latest", "gpt-5.1-chat", 128_000),
+            ("gemini-pro", "gemini-pro", 32_768),
+            ("gemini-1.0-pro-001", "gemini-1.0-pro", 32_768),
+            ("qwen-plus-latest", "qwen-plus", 131_072),
+            ("qwen-turbo", "qwen-turbo", 1_000_000),
+        ];
+        for (name, entry, window) in cases {
+            let info = model_info(name);
+            assert_eq!(
+                (info.name.as_str(), info.context_window, info.known),
+                (entry, window, true),
+                "{name}"
+            );
+        }
+        assert_eq!(model_info("gpt-5.1-chat-latest").max_output, 16_384);
+        assert_eq!(model_info("anthropic/claude-3.7-sonnet").max_output, 64_000);
+        assert_eq!(encoding_for_model("llama3.1"), Some(Encoding::Cl100kBase));
+        // A name that is only a family's prefix is not that family.
+        assert!(!model_info("llama").known);
+        assert!(!model_info("claude3").known);
+    }
+
+    #[test]
     fn every_entry_is_found_by_its_own_name() {
         for entry in MODELS {
-            let found = model_info(entry.0);
-            assert_eq!(found.name, entry.0);
+            let found = model_info(entry.name);
+            assert_eq!(found.name, entry.name);
             assert!(found.known && found.context_window > 0);
-            assert!(found.max_output <= found.context_window, "{}", entry.0);
+            assert!(found.max_output <= found.context_window, "{}", entry.name);
+            assert_eq!(normalize(entry.name), entry.name, "entries are normalized");
         }
     }
 
@@ -406,7 +749,7 @@ mod tests {
         assert_eq!(info.provider, Provider::Unknown);
         assert!(MODELS
             .iter()
-            .all(|e| e.2 >= info.context_window || e.2 == 8_191));
+            .all(|e| e.context_window >= info.context_window || e.context_window == 8_191));
     }
 
     #[test]

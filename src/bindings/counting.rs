@@ -32,9 +32,22 @@ export interface ModelFraming {
   replyPriming: number;
 }
 
-/** How a provider charges an image. */
+/**
+ * How a provider charges an image of a known size (an unknown size is priced as 1024x1024,
+ * or at the full patch budget, and makes the count not `exact`).
+ * - `tiles`: OpenAI's GPT-4o, 4.1, 4.5, GPT-5 and 5.1, o1, o3: fit in 2048x2048, shortest side
+ *   to 768, then `base` + `perTile` per 512x512 tile (`base` alone at `detail: "low"`).
+ * - `patches`: `size`-pixel square patches after fitting the long side in `maxSide` and
+ *   shrinking to at most `maxPatches`, times `multiplier`: Claude (28 px), OpenAI's
+ *   gpt-4.1-mini and nano, o4-mini, gpt-5-mini and nano, GPT-5.2 on (32 px).
+ * - `crops`: Gemini 1.5 and 2.x: one crop within 384x384, else crops of the shortest side / 1.5.
+ * - `area`: width x height / `divisor` after fitting `maxSide` (Anthropic's former rule).
+ * - `flat`: the same price for every image (Gemini 3).
+ */
 export type ImageRule =
   | { rule: "tiles"; base: number; perTile: number }
+  | { rule: "patches"; size: number; maxPatches: number; maxSide?: number; multiplier: number }
+  | { rule: "crops"; perTile: number }
   | { rule: "area"; divisor: number; maxSide: number }
   | { rule: "flat"; tokens: number };
 
@@ -131,7 +144,12 @@ export interface MessagesCount {
 /** A provider's usage report for {@link calibrate}. */
 export interface Usage extends CountMessagesOptions {
   model: string;
-  /** The input tokens the provider reported. */
+  /**
+   * Every input token the provider reported for the request, a positive whole number.
+   * Anthropic splits them: pass `input_tokens + cache_read_input_tokens +
+   * cache_creation_input_tokens`. OpenAI's `prompt_tokens` (`input_tokens` in the Responses
+   * API) already includes cached tokens.
+   */
   inputTokens: number;
   /** The uncalibrated count of that request; or pass `messages` (and its options). */
   estimated?: number;
@@ -155,6 +173,7 @@ export interface Calibration {
  *
  * ```js
  * modelInfo("gpt-4o-mini-2024-07-18").contextWindow;    // 128000
+ * modelInfo("us.anthropic.claude-3-7-sonnet-20250219-v1:0").name; // "claude-3-7-sonnet"
  * modelInfo("claude-sonnet-4-5").exact;                  // false: no public tokenizer
  * modelInfo("my-llm", { models: { "my-llm": { contextWindow: 32000 } } }).known; // true
  * ```
@@ -193,7 +212,9 @@ export function isWithinLimit(messages: Messages, limit: number, options?: Count
  *
  * ```js
  * const res = await anthropic.messages.create(request);
- * calibrate({ model: request.model, inputTokens: res.usage.input_tokens, messages: request });
+ * const { input_tokens, cache_read_input_tokens, cache_creation_input_tokens } = res.usage;
+ * const inputTokens = input_tokens + (cache_read_input_tokens ?? 0) + (cache_creation_input_tokens ?? 0);
+ * calibrate({ model: request.model, inputTokens, messages: request });
  * ```
  */
 export function calibrate(usage: Usage): Calibration;

@@ -33,17 +33,30 @@ pub fn image_tokens(rule: ImageRule, part: &Value) -> (u64, bool) {
         .or_else(|| part.get("detail"))
         .and_then(Value::as_str);
     let size = dimensions(part);
+    let estimated = size.is_none();
+    let (w, h) = size.unwrap_or((DEFAULT_IMAGE_SIDE, DEFAULT_IMAGE_SIDE));
     match rule {
         ImageRule::Tiles { base, .. } if detail == Some("low") => (u64::from(base), false),
-        ImageRule::Tiles { base, per_tile } => {
-            let (w, h) = size.unwrap_or((DEFAULT_IMAGE_SIDE, DEFAULT_IMAGE_SIDE));
-            (tile_tokens(w, h, base, per_tile), size.is_none())
+        ImageRule::Tiles { base, per_tile } => (tile_tokens(w, h, base, per_tile), estimated),
+        ImageRule::Patches {
+            size: side,
+            max_patches,
+            max_side,
+            multiplier,
+        } => {
+            // An image of unknown size may be as large as the budget allows.
+            let patches = match size {
+                Some((w, h)) => patch_count(w, h, side, max_patches, max_side),
+                None => u64::from(max_patches),
+            };
+            (multiplier.apply(patches), estimated)
         }
+        ImageRule::Crops { per_tile } => (crop_tokens(w, h, per_tile), estimated),
         ImageRule::Area { divisor, max_side } => match size {
             Some((w, h)) => (area_tokens(w, h, divisor, max_side), false),
             None => (AREA_MAX_TOKENS, true),
         },
-        ImageRule::Flat { tokens } => (u64::from(tokens), size.is_none()),
+        ImageRule::Flat { tokens } => (u64::from(tokens), false),
     }
 }
 
@@ -72,8 +85,72 @@ pub fn tile_tokens(width: u32, height: u32, base: u32, per_tile: u32) -> u64 {
     u64::from(base) + u64::from(per_tile) * tiles
 }
 
-/// Anthropic's area rule: fit the long side in `max_side`, then width x height / `divisor`,
-/// rounded up, at most [`AREA_MAX_TOKENS`].
+/// How many `size` x `size` patches cover an image, after fitting its long side in
+/// `max_side` and shrinking it (aspect kept) until at most `max_patches` cover it. The shrink
+/// follows OpenAI's published steps, which also reproduce Anthropic's examples: scale to the
+/// budget's area, then down again until the limiting side is a whole number of patches.
+///
+/// ```
+/// use context_keeper::counting::patch_count;
+/// assert_eq!(patch_count(1024, 1024, 32, 1536, None), 1024);
+/// assert_eq!(patch_count(1800, 2400, 32, 1536, None), 1452);
+/// assert_eq!(patch_count(1000, 1000, 28, 1568, Some(1568)), 1296);
+/// assert_eq!(patch_count(1928, 1928, 28, 1568, Some(1568)), 1521);
+/// ```
+pub fn patch_count(
+    width: u32,
+    height: u32,
+    size: u32,
+    max_patches: u32,
+    max_side: Option<u32>,
+) -> u64 {
+    let side = f64::from(size.max(1));
+    let budget = f64::from(max_patches.max(1));
+    let (mut w, mut h) = (f64::from(width.max(1)), f64::from(height.max(1)));
+    if let Some(max_side) = max_side.filter(|&m| m > 0).map(f64::from) {
+        let longest = w.max(h);
+        if longest > max_side {
+            w = w * max_side / longest;
+            h = h * max_side / longest;
+        }
+    }
+    // A patch count along one side: rounded up, less a hair of float error (33.000000001 is
+    // 33 patches, not 34), and at least one.
+    let across = |pixels: f64| (pixels / side - 1e-9).ceil().max(1.0);
+    if across(w) * across(h) > budget {
+        let mut scale = (side * side * budget / (w * h)).sqrt();
+        let (cols, rows) = (w * scale / side, h * scale / side);
+        let fit = |x: f64| x.floor().max(1.0) / x;
+        scale *= fit(cols).min(fit(rows));
+        w *= scale;
+        h *= scale;
+    }
+    // NOTE: `as` from f64 saturates; both factors are at most `max_patches` here.
+    (across(w) * across(h)).min(budget) as u64
+}
+
+/// Gemini's crops: an image within 384x384 is one crop; else crops of its shortest side / 1.5,
+/// kept within 256..=768 pixels, cover it, each `per_tile` tokens.
+///
+/// ```
+/// use context_keeper::counting::crop_tokens;
+/// assert_eq!(crop_tokens(300, 200, 258), 258);
+/// assert_eq!(crop_tokens(1024, 1024, 258), 4 * 258);
+/// assert_eq!(crop_tokens(3000, 1500, 258), 4 * 2 * 258);
+/// ```
+pub fn crop_tokens(width: u32, height: u32, per_tile: u32) -> u64 {
+    if width <= 384 && height <= 384 {
+        return u64::from(per_tile);
+    }
+    let (w, h) = (f64::from(width.max(1)), f64::from(height.max(1)));
+    let crop = (w.min(h) / 1.5).clamp(256.0, 768.0);
+    // NOTE: `as` from f64 saturates; the factors are at most 2^32 / 256.
+    let crops = (w / crop).ceil() as u64 * (h / crop).ceil() as u64;
+    u64::from(per_tile) * crops
+}
+
+/// Anthropic's former area rule: fit the long side in `max_side`, then width x height /
+/// `divisor`, rounded up, at least 1 and at most [`AREA_MAX_TOKENS`].
 ///
 /// ```
 /// use context_keeper::counting::area_tokens;
@@ -85,11 +162,11 @@ pub fn area_tokens(width: u32, height: u32, divisor: u32, max_side: u32) -> u64 
     let longest = w.max(h);
     let max_side = f64::from(max_side.max(1));
     if longest > max_side {
-        w = (w * max_side / longest).round();
-        h = (h * max_side / longest).round();
+        w = (w * max_side / longest).round().max(1.0);
+        h = (h * max_side / longest).round().max(1.0);
     }
     let tokens = (w * h / f64::from(divisor.max(1))).ceil() as u64;
-    tokens.min(AREA_MAX_TOKENS)
+    tokens.clamp(1, AREA_MAX_TOKENS)
 }
 
 /// The image's width and height, when the part says them or its inline data shows them.
@@ -106,7 +183,8 @@ fn dimensions(part: &Value) -> Option<(u32, u32)> {
         if let (Some(w), Some(h)) = (w, h) {
             let w = u32::try_from(w).unwrap_or(u32::MAX);
             let h = u32::try_from(h).unwrap_or(u32::MAX);
-            return Some((w, h));
+            // A stated 0 is no size: the image gets the rule's default, not a 0x0 price.
+            return (w > 0 && h > 0).then_some((w, h));
         }
     }
     sniff_size(inline_data(part)?)
@@ -136,7 +214,7 @@ pub(crate) fn inline_data(part: &Value) -> Option<&str> {
 
 /// Width and height from the first bytes of a PNG, GIF, JPEG or WebP file in base64; none for
 /// a header that says 0 for either (damaged or cut data): such an image gets the rule's default,
-/// not the price of a one-pixel image.
+/// not the price of a 0x0 image.
 pub(crate) fn sniff_size(base64: &str) -> Option<(u32, u32)> {
     header_size(&decode_base64_prefix(base64, SNIFF_CHARS)).filter(|&(w, h)| w > 0 && h > 0)
 }
@@ -299,6 +377,48 @@ mod tests {
         };
         let url = json!({"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{}", encode(&zero))}});
         assert_eq!(image_tokens(tiles, &url), (765, true));
+    }
+
+    #[test]
+    fn patches_match_the_published_examples() {
+        // OpenAI's guide: 1024 x 1024 is 1,024 patches; 1800 x 2400 shrinks to 33 x 44.
+        assert_eq!(patch_count(1024, 1024, 32, 1536, None), 1024);
+        assert_eq!(patch_count(1800, 2400, 32, 1536, None), 1452);
+        // Anthropic's: 1000 x 1000 is 36 x 36; 1928 x 1928 is 39 x 39 at the standard tier and
+        // 69 x 69 at high resolution; 1568 x 728 is 56 x 26.
+        assert_eq!(patch_count(1000, 1000, 28, 1568, Some(1568)), 1296);
+        assert_eq!(patch_count(1928, 1928, 28, 1568, Some(1568)), 1521);
+        assert_eq!(patch_count(1928, 1928, 28, 4784, Some(2576)), 4761);
+        assert_eq!(patch_count(1568, 728, 28, 1568, Some(1568)), 1456);
+        // Slivers cost a patch a side, never 0; the budget holds at any size.
+        assert_eq!(patch_count(1, 49_152, 32, 1536, None), 1536);
+        assert_eq!(patch_count(10_000, 1, 28, 1568, Some(1568)), 56);
+        assert_eq!(patch_count(u32::MAX, u32::MAX, 32, 1536, None), 1521);
+        let rule = ImageRule::Patches {
+            size: 32,
+            max_patches: 1536,
+            max_side: None,
+            multiplier: crate::model::Multiplier(162),
+        };
+        let url = json!({"type": "image_url", "image_url": {"url": "https://x/y.png"}});
+        assert_eq!(image_tokens(rule, &url), (2489, true));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn patches_stay_within_the_budget(
+            w in 0u32..=u32::MAX,
+            h in 0u32..=u32::MAX,
+            size in 1u32..64,
+            budget in 1u32..10_000,
+            max_side in proptest::option::of(1u32..5_000),
+        ) {
+            let patches = patch_count(w, h, size, budget, max_side);
+            proptest::prop_assert!((1..=u64::from(budget)).contains(&patches));
+            let crops = crop_tokens(w, h, 258);
+            proptest::prop_assert!(crops >= 258 && crops % 258 == 0);
+            proptest::prop_assert!((1..=AREA_MAX_TOKENS).contains(&area_tokens(w, h, 750, 1568)));
+        }
     }
 
     fn encode(bytes: &[u8]) -> String {

@@ -14,11 +14,13 @@
 //! - Tool results (`toolResults`): their text, JSON content as compact JSON; a result inside a
 //!   content array (Anthropic, AI SDK) adds [`TOOL_CALL_FRAMING`] overhead (estimated); images
 //!   inside results count as `images`.
-//! - Images (`images`): OpenAI's tile rule, Anthropic's area rule, Gemini's flat price, with
-//!   dimensions from the part (`width`/`height`) or the header of inline base64 data. Unknown
-//!   size: 765 at OpenAI high/auto detail (1024x1024; low detail is 85 and exact), 1,600 for
-//!   Anthropic ([`AREA_MAX_TOKENS`]). An image of unknown size makes the count not `exact`.
-//!   Base64 is never counted as text.
+//! - Images (`images`): by the model's [`ImageRule`](crate::model::ImageRule): OpenAI's
+//!   tiles (prices per model family) or 32-pixel patches times a multiplier, Anthropic's
+//!   28-pixel patches, Gemini's 768-pixel crops or flat price; dimensions come from the part
+//!   (`width`/`height`) or the header of inline base64 data. Unknown size: a 1024x1024 image
+//!   under tiles and crops (765 for GPT-4o at high/auto detail; low detail is `base` and
+//!   exact), the full patch budget under patches (1,568 for Claude). An image of unknown size
+//!   makes the count not `exact`. Base64 is never counted as text.
 //! - Files, documents and audio (`files`): a text document's text (Anthropic `source.type`
 //!   `text` or `content`, with its title and context), else [`DEFAULT_FILE_TOKENS`] each
 //!   (estimated).
@@ -42,7 +44,8 @@ use serde_json::Value;
 
 pub use cache::{CacheStats, CountCache, MessageKey, DEFAULT_CAPACITY};
 pub use image::{
-    area_tokens, tile_tokens, AREA_MAX_TOKENS, DEFAULT_FILE_TOKENS, DEFAULT_IMAGE_SIDE,
+    area_tokens, crop_tokens, patch_count, tile_tokens, AREA_MAX_TOKENS, DEFAULT_FILE_TOKENS,
+    DEFAULT_IMAGE_SIDE,
 };
 pub use options::{
     model_info_with, CountMessagesOptions, ModelOverride, ModelOverrides, OptionsError,
@@ -536,6 +539,15 @@ pub fn calibrate_usage(usage: &Value) -> Result<Calibration, CountMessagesError>
     };
     let actual = tokens("inputTokens")?
         .ok_or_else(|| options::wrong("usage.inputTokens", "a whole number of tokens", None))?;
+    if actual == 0 {
+        // No request has no input; a 0 is a usage field read wrong, and would halve counts.
+        return Err(OptionsError::OutOfRange {
+            path: "usage.inputTokens".to_owned(),
+            expected: "a positive number of tokens",
+            found: "0".to_owned(),
+        }
+        .into());
+    }
     let mut bag = obj.clone();
     let messages = bag.shift_remove("messages").filter(|v| !v.is_null());
     for key in ["inputTokens", "estimated"] {

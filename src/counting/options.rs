@@ -124,6 +124,16 @@ pub enum OptionsError {
         /// What it holds.
         found: &'static str,
     },
+    /// A number of the right type outside the values allowed (a `RangeError` in JS).
+    #[error("{path}: expected {expected}, found {found}")]
+    OutOfRange {
+        /// Where: `usage.inputTokens`.
+        path: String,
+        /// What it must hold.
+        expected: &'static str,
+        /// The value given.
+        found: String,
+    },
     /// A name that is not one of the known ones (a `RangeError` in JS).
     #[error("{path}: unknown {what} {name:?}; known: {known}")]
     UnknownName {
@@ -141,7 +151,10 @@ pub enum OptionsError {
 impl OptionsError {
     /// Whether JS should see a `RangeError` (an unknown name) rather than a `TypeError`.
     pub fn is_range_error(&self) -> bool {
-        matches!(self, OptionsError::UnknownName { .. })
+        matches!(
+            self,
+            OptionsError::UnknownName { .. } | OptionsError::OutOfRange { .. }
+        )
     }
 }
 
@@ -297,7 +310,7 @@ pub(crate) fn read_models(options: &Map<String, Value>) -> Result<ModelOverrides
             Some(v) => Some(serde_json::from_value::<ImageRule>(v.clone()).map_err(|_| {
                 wrong(
                     format!("{path}.images"),
-                    "{ rule: \"tiles\", base, perTile } | { rule: \"area\", divisor, maxSide } | { rule: \"flat\", tokens }",
+                    "{ rule: \"tiles\", base, perTile } | { rule: \"patches\", size, maxPatches, maxSide?, multiplier } | { rule: \"crops\", perTile } | { rule: \"area\", divisor, maxSide } | { rule: \"flat\", tokens }",
                     Some(v),
                 )
             })?),

@@ -160,15 +160,89 @@ fn images_follow_the_provider_rule() {
     let anthropic = json!([{"role": "user", "content": [
         {"type": "image", "source": {"type": "url", "url": "https://x/a.jpg"}, "width": 1000, "height": 1000}
     ]}]);
+    // Anthropic's 28-pixel patches: 36 x 36.
     assert_eq!(
         count(&anthropic, &model("claude-sonnet-4-5"))
             .by_kind
             .images,
-        1334
+        1296
     );
     let gemini =
         json!([{"role": "user", "content": [{"type": "image", "image": "https://x/a.png"}]}]);
-    assert_eq!(count(&gemini, &model("gemini-2.5-pro")).by_kind.images, 258);
+    let counted = count(&gemini, &model("gemini-2.5-pro"));
+    assert_eq!((counted.by_kind.images, counted.exact), (4 * 258, false));
+}
+
+#[test]
+fn images_are_priced_per_model() {
+    let openai = |image: Value| json!([{"role": "user", "content": [image]}]);
+    let image = |w: u32, h: u32| {
+        openai(
+            json!({"type": "image_url", "image_url": {"url": "https://x/a.png", "width": w, "height": h}}),
+        )
+    };
+    let images = |model_name: &str, w: u32, h: u32| {
+        let counted = count(&image(w, h), &model(model_name));
+        (counted.by_kind.images, counted.exact)
+    };
+    // OpenAI's guide: tiles priced per family...
+    assert_eq!(images("gpt-4o", 1024, 1024), (85 + 4 * 170, true));
+    assert_eq!(images("gpt-4o-mini-2024-07-18", 1024, 1024), (25_501, true));
+    assert_eq!(images("gpt-5", 1024, 1024), (70 + 4 * 140, true));
+    assert_eq!(images("gpt-5-chat-latest", 1024, 1024), (630, true));
+    assert_eq!(images("o3", 1024, 1024), (75 + 4 * 150, true));
+    assert_eq!(images("o1-2024-12-17", 1024, 1024), (675, true));
+    // ...and 32-pixel patches times a multiplier for the small models (1,024 patches here;
+    // 1800 x 2400 shrinks to 33 x 44 = 1,452).
+    assert_eq!(images("gpt-4.1-mini", 1024, 1024), (1_659, true));
+    assert_eq!(images("gpt-4.1-nano", 1024, 1024), (2_520, true));
+    assert_eq!(images("gpt-5-mini", 1800, 2400), (2_353, true));
+    assert_eq!(images("o4-mini", 1024, 1024), (1_762, true));
+    // A patch model ignores `detail: low`; a tile model charges its base alone.
+    let low = openai(
+        json!({"type": "image_url", "image_url": {"url": "https://x/a.png", "detail": "low", "width": 1024, "height": 1024}}),
+    );
+    assert_eq!(count(&low, &model("gpt-4.1-mini")).by_kind.images, 1_659);
+    assert_eq!(count(&low, &model("gpt-4o-mini")).by_kind.images, 2_833);
+    // Claude: the standard tier fits 1,568 pixels and 1,568 patches; Opus 4.7 and later read
+    // up to 2,576 pixels and 4,784 patches (Anthropic's examples: 1928 x 1928 is 1,521 and
+    // 4,761).
+    let claude = |model_name: &str, w: u32, h: u32| {
+        let part = json!([{"role": "user", "content": [
+            {"type": "image", "source": {"type": "url", "url": "https://x/a.jpg"}, "width": w, "height": h}
+        ]}]);
+        count(&part, &model(model_name)).by_kind.images
+    };
+    assert_eq!(claude("claude-sonnet-4-5", 1928, 1928), 1_521);
+    assert_eq!(claude("claude-opus-4-7", 1928, 1928), 4_761);
+    assert_eq!(claude("claude-sonnet-4-5", 1568, 728), 56 * 26);
+    // A sliver still costs its patch, not 0.
+    assert_eq!(claude("claude-3-5-sonnet", 10_000, 1), 56);
+    // Gemini 2.x: one crop within 384 x 384, else crops of the shortest side / 1.5.
+    let gemini = |w: u32, h: u32| {
+        let part = json!([{"role": "user", "content": [
+            {"type": "image", "image": "https://x/a.png", "width": w, "height": h}
+        ]}]);
+        let counted = count(&part, &model("gemini-2.0-flash"));
+        (counted.by_kind.images, counted.exact)
+    };
+    assert_eq!(gemini(384, 300), (258, false));
+    assert_eq!(gemini(1536, 768), (3 * 2 * 258, false));
+}
+
+#[test]
+fn a_stated_zero_size_gets_the_default() {
+    let openai = |image: Value| json!([{"role": "user", "content": [image]}]);
+    let zero = openai(
+        json!({"type": "image_url", "image_url": {"url": "https://x/a.png", "width": 0, "height": 0}}),
+    );
+    let counted = count(&zero, &model("gpt-4o"));
+    assert_eq!((counted.by_kind.images, counted.exact), (765, false));
+    let claude = json!([{"role": "user", "content": [
+        {"type": "image", "source": {"type": "url", "url": "https://x/a.jpg"}, "width": 0, "height": 10}
+    ]}]);
+    let counted = count(&claude, &model("claude-sonnet-4"));
+    assert_eq!((counted.by_kind.images, counted.exact), (1_568, false));
 }
 
 #[test]
@@ -310,10 +384,15 @@ fn overrides_merge_over_the_registry() {
             ..ModelOverride::default()
         },
     );
-    let info = model_info_with("gpt-4o-mini", &models);
+    let info = model_info_with("gpt-4o-2024-08-06", &models);
     assert_eq!(
         (info.name.as_str(), info.context_window, info.exact),
         ("gpt-4o", 64_000, true)
+    );
+    // gpt-4o-mini has an entry of its own, more specific than the caller's `gpt-4o`.
+    assert_eq!(
+        model_info_with("gpt-4o-mini", &models).context_window,
+        128_000
     );
     let info = model_info_with("ACME/my-llm-7b", &models);
     assert_eq!(
@@ -510,4 +589,17 @@ fn calibration_from_a_usage_report() {
     let err = calibrate_usage(&json!({"model": "zz-usage-test", "inputTokens": 5})).unwrap_err();
     assert!(err.to_string().starts_with("usage.estimated"), "{err}");
     assert!(calibrate_usage(&json!([])).is_err());
+    // A reported 0 is a usage field read wrong (no request has no input): refused, and the
+    // calibration recorded before stays.
+    let err =
+        calibrate_usage(&json!({"model": "zz-usage-test", "inputTokens": 0, "estimated": 10}))
+            .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "usage.inputTokens: expected a positive number of tokens, found 0"
+    );
+    assert!(matches!(err, CountMessagesError::Options(e) if e.is_range_error()));
+    let json = r#"[{"role": "user", "content": "hello world"}]"#;
+    let count = count_messages_str(json, &model("zz-usage-test")).unwrap();
+    assert_eq!((count.uncalibrated, count.total), (Some(9), 11));
 }

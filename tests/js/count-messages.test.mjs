@@ -8,6 +8,7 @@ import {
   clearCalibration,
   clearCountCache,
   countMessages,
+  countTokens,
   isWithinLimit,
   modelInfo,
 } from "context-keeper";
@@ -158,7 +159,8 @@ test("images: the provider's rule, known sizes, and base64 never counted as text
     { type: "image", source: { type: "url", url: "https://example.com/c.jpg" }, width: 1000, height: 1000 },
   ] }] };
   const claude = countMessages(anthropic, { model: "claude-opus-4-1" });
-  assert.equal(claude.byKind.images, 1600 + 1334);
+  // Unknown size: the whole patch budget; 1000 x 1000: 36 x 36 patches of 28 pixels.
+  assert.equal(claude.byKind.images, 1568 + 1296);
   assert.equal(claude.byKind.text, 0);
 });
 
@@ -242,11 +244,13 @@ test("modelInfo: exact, prefix, unknown, and the caller's entries", () => {
   const mini = modelInfo("gpt-4o-mini-2024-07-18");
   assert.deepEqual(
     { name: mini.name, provider: mini.provider, contextWindow: mini.contextWindow, encoding: mini.encoding, exact: mini.exact, known: mini.known },
-    { name: "gpt-4o", provider: "openai", contextWindow: 128000, encoding: "o200k_base", exact: true, known: true },
+    { name: "gpt-4o-mini", provider: "openai", contextWindow: 128000, encoding: "o200k_base", exact: true, known: true },
   );
   assert.deepEqual(mini.framing, { perMessage: 3, perName: 1, replyPriming: 3 });
-  assert.deepEqual(mini.images, { rule: "tiles", base: 85, perTile: 170 });
-  assert.deepEqual(modelInfo("claude-sonnet-4-5").images, { rule: "area", divisor: 750, maxSide: 1568 });
+  assert.deepEqual(mini.images, { rule: "tiles", base: 2833, perTile: 5667 });
+  assert.deepEqual(modelInfo("gpt-4o").images, { rule: "tiles", base: 85, perTile: 170 });
+  assert.deepEqual(modelInfo("gpt-4.1-mini").images, { rule: "patches", size: 32, maxPatches: 1536, multiplier: 1.62 });
+  assert.deepEqual(modelInfo("claude-sonnet-4-5").images, { rule: "patches", size: 28, maxPatches: 1568, maxSide: 1568, multiplier: 1 });
   const unknown = modelInfo("my-finetune");
   assert.equal(unknown.known, false);
   assert.equal(unknown.exact, false);
@@ -315,4 +319,47 @@ test("a message with toJSON is read as JSON.stringify reads it: called with its 
     // Twice: the second count must not reuse a reading made under another key.
     assert.deepEqual(countMessages(messages), countMessages(plain));
   }
+});
+
+test("images are priced by the model's own rule, and a caller's rule crosses the boundary", () => {
+  const image = [{ role: "user", content: [{ type: "image_url", image_url: { url: "https://x/a.png", width: 1024, height: 1024 } }] }];
+  const images = (model, options = {}) => countMessages(image, { model, ...options }).byKind.images;
+  assert.equal(images("gpt-4o"), 765);
+  assert.equal(images("gpt-4o-mini"), 2833 + 4 * 5667);
+  assert.equal(images("gpt-5"), 70 + 4 * 140);
+  assert.equal(images("o3"), 75 + 4 * 150);
+  assert.equal(images("gpt-4.1-nano"), Math.ceil(1024 * 2.46));
+  const claude = [{ role: "user", content: [{ type: "image", source: { type: "url", url: "https://x/a.jpg" }, width: 1000, height: 1000 }] }];
+  assert.equal(countMessages(claude, { model: "claude-sonnet-4-5" }).byKind.images, 36 * 36);
+  const models = { "my-vlm": { images: { rule: "patches", size: 14, maxPatches: 6000, multiplier: 0.5 } } };
+  assert.deepEqual(modelInfo("my-vlm", { models }).images, { rule: "patches", size: 14, maxPatches: 6000, multiplier: 0.5 });
+  assert.equal(images("my-vlm", { models }), Math.ceil(74 * 74 * 0.5));
+  assert.throws(
+    () => modelInfo("x", { models: { x: { images: { rule: "patches", size: 14, maxPatches: 10, multiplier: -1 } } } }),
+    (e) => e instanceof TypeError && /options\.models\["x"\]\.images/.test(e.message),
+  );
+});
+
+test("model names resolve as hosts and routers write them", () => {
+  const cases = {
+    "@cf/meta/llama-3.1-8b-instruct": ["llama-3.1", 131072],
+    "us.anthropic.claude-3-7-sonnet-20250219-v1:0": ["claude-3-7-sonnet", 200000],
+    "anthropic/claude-3.7-sonnet": ["claude-3-7-sonnet", 200000],
+    "ft:gpt-4o-mini-2024-07-18:acme::abc": ["gpt-4o-mini", 128000],
+    "llama3.1": ["llama-3.1", 131072],
+    "gpt-5.1-chat-latest": ["gpt-5.1-chat", 128000],
+    "gemini-pro": ["gemini-pro", 32768],
+  };
+  for (const [name, [entry, window]] of Object.entries(cases)) {
+    const info = modelInfo(name);
+    assert.deepEqual([info.name, info.contextWindow, info.known], [entry, window, true], name);
+  }
+  assert.equal(countTokens("hi", { model: "llama3.1" }), referenceCount("hi", "cl100k_base"));
+});
+
+test("calibrate refuses a reported 0 and documents Anthropic's cached input", () => {
+  assert.throws(
+    () => calibrate({ model: "claude-sonnet-4-5", inputTokens: 0, estimated: 100 }),
+    (e) => e instanceof RangeError && e.message === "usage.inputTokens: expected a positive number of tokens, found 0",
+  );
 });
