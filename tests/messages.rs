@@ -264,9 +264,22 @@ fn bad_input_names_the_index_and_field() {
     let openai = Some(Format::OpenAi);
     let aisdk = Some(Format::AiSdk);
     let cases: Vec<(Value, Option<Format>, &str)> = vec![
-        (json!({"role": "user"}), None, "messages: expected an array, found nothing"),
-        (json!("hello"), None, "messages: expected an array, found a string"),
-        (json!(42), None, "messages: expected an array, found a number"),
+        (
+            json!({"role": "user"}),
+            None,
+            "messages: expected an array of messages or a request object with a `messages` array, found an object without `messages`",
+        ),
+        (json!({"messages": "hi"}), None, "messages.messages: expected an array, found a string"),
+        (
+            json!("hello"),
+            None,
+            "messages: expected an array of messages or a request object with a `messages` array, found a string",
+        ),
+        (
+            json!(42),
+            None,
+            "messages: expected an array of messages or a request object with a `messages` array, found a number",
+        ),
         (json!([{"role": "user", "content": "a"}, 7]), None, "messages[1]: expected an object, found a number"),
         (json!([{"content": "a"}]), None, "messages[0].role: expected a string, found nothing"),
         (
@@ -739,4 +752,109 @@ fn many_calls_with_one_id_do_not_hang() {
         .unwrap()
         .is_empty());
     assert!(start.elapsed().as_secs() < 30, "{:?}", start.elapsed());
+}
+
+#[test]
+fn ui_messages_read_write_and_pair_their_tool_parts() {
+    let ui = json!([
+        {"id": "u", "role": "user", "parts": [{"type": "text", "text": "weather?"}]},
+        {"id": "a", "role": "assistant", "parts": [
+            {"type": "tool-weather", "toolCallId": "c1", "state": "output-available", "input": {}, "output": "sunny"},
+            {"type": "tool-weather", "toolCallId": "c1", "state": "output-available", "input": {}, "output": "rain"},
+            {"type": "text", "text": "Sunny."}]}
+    ]);
+    assert_eq!(detect_format(&ui), Some(Format::AiSdk));
+    let conv = parse_messages(&ui, &MessagesOptions::default()).unwrap();
+    let assistant = &conv.messages()[1];
+    assert!(assistant.is_ui_message());
+    let call = &assistant.parts()[0];
+    assert_eq!(
+        (
+            call.kind(),
+            call.call_id(),
+            call.tool_name(),
+            call.holds_result()
+        ),
+        (PartKind::ToolCall, Some("c1"), Some("weather"), true)
+    );
+    assert_eq!(call.result_content(), vec![Segment::Text("sunny")]);
+    // Edits write back into `parts`, keeping every other field.
+    let mut edited = conv.clone();
+    edited.messages_mut()[1].parts_mut()[2]
+        .set_text("Sunny, 21 °C.")
+        .unwrap();
+    let mut want = ui.clone();
+    want[1]["parts"][2]["text"] = json!("Sunny, 21 °C.");
+    assert_eq!(edited.into_value(), want);
+    // A tool part holds its result: only the reused id is a problem, and repair renames it.
+    let problems = validate_messages(&ui, &MessagesOptions::default()).unwrap();
+    let kinds: Vec<ProblemKind> = problems.iter().map(|p| p.kind).collect();
+    assert_eq!(kinds, vec![ProblemKind::DuplicateCallId]);
+    let repaired = repair_messages(&ui, &MessagesOptions::default()).unwrap();
+    assert_eq!(repaired.messages[1]["parts"][1]["toolCallId"], "c1-2");
+    assert_eq!(repaired.messages[1]["parts"][1]["output"], "rain");
+    assert!(repaired.messages[1].get("content").is_none());
+
+    // A call waiting for its output (or an approval) is the UI's business: no stub is added.
+    let waiting = json!([
+        {"role": "user", "parts": [{"type": "text", "text": "book it"}]},
+        {"role": "assistant", "parts": [
+            {"type": "tool-book", "toolCallId": "b1", "state": "input-available", "input": {"n": 2}}]},
+        {"role": "user", "parts": [{"type": "text", "text": "well?"}]}
+    ]);
+    assert_eq!(
+        validate_messages(&waiting, &MessagesOptions::default()).unwrap(),
+        vec![]
+    );
+    let repaired = repair_messages(&waiting, &MessagesOptions::default()).unwrap();
+    assert_eq!((repaired.report.len(), &repaired.messages), (0, &waiting));
+
+    // A user or system message keeps text (and files) only; a tool call still streaming its
+    // input is not sent; data parts and sources never are.
+    let kinds_of = |value: Value| -> Vec<PartKind> {
+        let conv = parse_messages(&json!([value]), &MessagesOptions::default()).unwrap();
+        conv.messages()[0]
+            .parts()
+            .iter()
+            .map(|p| p.kind())
+            .collect()
+    };
+    assert_eq!(
+        kinds_of(json!({"role": "user", "parts": [
+            {"type": "text", "text": "a"}, {"type": "file", "mediaType": "application/pdf", "url": "https://x/a.pdf"},
+            {"type": "reasoning", "text": "b"}, {"type": "tool-x", "toolCallId": "t", "state": "output-available"},
+            {"type": "data-x", "data": 1}]})),
+        vec![
+            PartKind::Text,
+            PartKind::File,
+            PartKind::UiOnly,
+            PartKind::UiOnly,
+            PartKind::UiOnly
+        ]
+    );
+    assert_eq!(
+        kinds_of(json!({"role": "assistant", "parts": [
+            {"type": "tool-x", "toolCallId": "t", "state": "input-streaming"},
+            {"type": "source-document", "sourceId": "s", "mediaType": "text/plain", "title": "t"},
+            {"type": "some-future-part", "x": 1}]})),
+        vec![PartKind::UiOnly, PartKind::UiOnly, PartKind::Unknown]
+    );
+    assert_eq!(
+        error_of(
+            json!([{"role": "assistant", "parts": [{"type": "dynamic-tool", "toolCallId": "t"}]}]),
+            None
+        ),
+        "messages[0].parts[0].toolName: expected a string, found nothing"
+    );
+    // Read as OpenAI or Anthropic, a UIMessage is an error that says what it is.
+    for format in [Format::OpenAi, Format::Anthropic] {
+        let err = error_of(ui.clone(), Some(format));
+        assert!(
+            err.starts_with("messages[0].content: expected a string")
+                && err.ends_with(
+                    "found none but `parts` (an AI SDK UIMessage): read it with format \"aisdk\", or convert it with convertToModelMessages first"
+                ),
+            "{err}"
+        );
+    }
 }

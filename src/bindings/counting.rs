@@ -132,7 +132,13 @@ export interface MessagesCount {
   /** Messages and system prompt by role. */
   byRole: Partial<Record<Role, number>>;
   byKind: TokensByKind;
-  /** The model's own tokenizer was used and nothing was estimated. */
+  /**
+   * The model's own tokenizer was used and nothing was estimated. With no model named (in the
+   * options or the request object) the count is OpenAI's accounting with o200k_base (or the
+   * `encoding` named): exact for OpenAI messages, never for Anthropic messages (Claude's
+   * tokenizer is not public), and for AI SDK messages, whose provider is unknown, only when
+   * `encoding` is named.
+   */
   exact: boolean;
   calibrated: boolean;
   encoding: EncodingName;
@@ -187,9 +193,16 @@ export function modelInfo(model: string, options?: ModelInfoOptions | null): Mod
  * message. Throws a TypeError naming the message index and field for bad input, a RangeError
  * for an unknown encoding or format.
  *
+ * AI SDK `UIMessage`s (what `useChat` holds: `parts`, no `content`) count as
+ * `convertToModelMessages` would send them: text, reasoning, files, tool calls with their
+ * output, error text or denial, and the framing of each step's messages; `step-start`,
+ * sources, `data-*` parts and tool calls still streaming their input count nothing. An
+ * OpenAI assistant's `refusal` counts as text.
+ *
  * ```js
  * const { total, perMessage, byKind, exact } = countMessages(history, { model: "gpt-4o" });
  * countMessages([{ role: "user", content: "hello world" }]).total; // 9: 2 + 3 + 1 ("user") + 3
+ * countMessages([{ id: "1", role: "user", parts: [{ type: "text", text: "hello world" }] }]).total; // 9 too
  * ```
  */
 export function countMessages(messages: Messages, options?: CountMessagesOptions | null): MessagesCount;
@@ -208,7 +221,9 @@ export function isWithinLimit(messages: Messages, limit: number, options?: Count
 /**
  * Records the input tokens a provider reported for a request, so later counts for that
  * (approximately counted) model scale their total by inputTokens / estimate. The latest call
- * per model wins; exact models are left alone.
+ * per model wins; exact models are left alone. Errors name the field of `usage`
+ * (`usage.inputTokens: expected a whole number of tokens, found NaN`,
+ * `usage.messages[2].content: ...`).
  *
  * ```js
  * const res = await anthropic.messages.create(request);
@@ -474,6 +489,28 @@ pub fn calibrate(usage: JsValue) -> Result<JsValue, CountingError> {
             got: type_name(&usage),
         }
         .into());
+    }
+    // NOTE: JSON reads NaN and the infinities as null; name them before they become that.
+    for field in ["usage.inputTokens", "usage.estimated"] {
+        let key = field.trim_start_matches("usage.");
+        let value = js_sys::Reflect::get(&usage, &JsValue::from_str(key))
+            .map_err(|_| ArgumentError::Unreadable { field })?;
+        if let Some(n) = value.as_f64().filter(|n| !n.is_finite()) {
+            let got = if n.is_nan() {
+                "NaN"
+            } else if n > 0.0 {
+                "Infinity"
+            } else {
+                "-Infinity"
+            };
+            let expected = "a whole number of tokens";
+            return Err(ArgumentError::WrongType {
+                field,
+                expected,
+                got,
+            }
+            .into());
+        }
     }
     let value = json_value(&usage, "usage", "an object")?;
     to_js(&counting::calibrate_usage(&value)?)

@@ -20,7 +20,10 @@ use crate::messages::{self, Conversation, Format, Message, MessagesOptions};
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_MESSAGES: &'static str = r#"
-/** A conversation format: OpenAI Chat Completions, Anthropic Messages, Vercel AI SDK ModelMessage. */
+/**
+ * A conversation format: OpenAI Chat Completions, Anthropic Messages, Vercel AI SDK
+ * ModelMessage (and UIMessage, as `useChat` holds it: `parts` instead of `content`).
+ */
 export type MessageFormat = "openai" | "anthropic" | "aisdk";
 
 /**

@@ -80,7 +80,7 @@ fn string_field(
 }
 
 /// What a conversation argument must be, for error messages.
-const CONVERSATION: &str = "an array or an object with a messages array";
+const CONVERSATION: &str = "an array of messages or a request object with a `messages` array";
 
 /// `value` as the JSON that `JSON.stringify` makes of it (what an SDK sends the provider),
 /// read by walking it ([`walk`]).

@@ -200,6 +200,7 @@ pub(crate) fn inline_data(part: &Value) -> Option<&str> {
         part.get("image"),
         part.get("data"),
         part.get("file").and_then(|f| f.get("file_data")),
+        part.get("url"), // NOTE: an AI SDK UIMessage file part.
     ];
     let text = candidates.into_iter().flatten().find_map(Value::as_str)?;
     if let Some(rest) = text.strip_prefix("data:") {

@@ -28,7 +28,16 @@
 //! - Tool definitions (`tools`, and in `overhead`): see [`tools`](self) below, estimated.
 //!
 //! `exact` is true only when the model's encoding is its own tokenizer (and is the one used)
-//! and nothing in the request was estimated.
+//! and nothing in the request was estimated. With no model named, the count is OpenAI's
+//! accounting with `o200k_base` (or the encoding named): `exact` for OpenAI messages, never for
+//! Anthropic messages (Claude's tokenizer is not public), and for AI SDK messages (whose
+//! provider is unknown) only when the caller named the encoding.
+//!
+//! AI SDK `UIMessage`s (`parts`, as `useChat` holds them) count as `convertToModelMessages`
+//! would send them: text, reasoning, files, tool calls with their results (output, error text
+//! or denial), and the framing of the assistant and tool messages each step becomes; sources,
+//! `step-start` and `data-*` parts count nothing (a data part makes the count not `exact`, as
+//! the host may convert it). An assistant's top-level `refusal` (OpenAI) counts as `text`.
 
 mod cache;
 mod image;
@@ -134,8 +143,17 @@ fn plan(conv: &Conversation, options: &CountMessagesOptions) -> Plan {
             }
         }
         None => {
-            // NOTE: with no model, OpenAI's chat accounting with the chosen encoding; exact.
+            // NOTE: with no model, OpenAI's chat accounting with the chosen encoding. That is
+            // the provider's own count only for OpenAI messages (o200k_base being the current
+            // models' encoding, or the encoding the caller named). Claude's tokenizer is not
+            // public; AI SDK messages go to a provider chosen at run time, so only an encoding
+            // the caller named makes the count theirs.
             let chat = model_info("gpt-4o");
+            let exact = match conv.format {
+                Format::OpenAi => true,
+                Format::AiSdk => options.encoding.is_some(),
+                Format::Anthropic => false,
+            };
             Plan {
                 rules: Rules {
                     encoding: options.encoding.unwrap_or(Encoding::O200kBase),
@@ -143,7 +161,7 @@ fn plan(conv: &Conversation, options: &CountMessagesOptions) -> Plan {
                     images: chat.images,
                 },
                 provider: Provider::OpenAi,
-                exact: true,
+                exact,
                 model: None,
             }
         }
@@ -525,11 +543,13 @@ pub fn calibrate_usage(usage: &Value) -> Result<Calibration, CountMessagesError>
     let Value::Object(obj) = usage else {
         return Err(options::wrong("usage", "an object", Some(usage)).into());
     };
-    let tokens = |key: &str| -> Result<Option<u64>, OptionsError> {
-        match obj.get(key).filter(|v| !v.is_null()) {
-            None => Ok(None),
-            Some(v) => v.as_u64().map(Some).ok_or_else(|| {
-                options::wrong(format!("usage.{key}"), "a whole number of tokens", Some(v))
+    // NOTE: `null` is absent for an optional field; JS hands `NaN` and the infinities over as
+    // `null`, and the bindings name those before they get here.
+    let tokens = |key: &str, required: bool| -> Result<Option<u64>, OptionsError> {
+        match obj.get(key).filter(|v| required || !v.is_null()) {
+            None if !required => Ok(None),
+            v => v.and_then(Value::as_u64).map(Some).ok_or_else(|| {
+                options::wrong(format!("usage.{key}"), "a whole number of tokens", v)
             }),
         }
     };
@@ -537,7 +557,7 @@ pub fn calibrate_usage(usage: &Value) -> Result<Calibration, CountMessagesError>
         Some(Value::String(model)) => model.clone(),
         other => return Err(options::wrong("usage.model", "a string", other).into()),
     };
-    let actual = tokens("inputTokens")?
+    let actual = tokens("inputTokens", true)?
         .ok_or_else(|| options::wrong("usage.inputTokens", "a whole number of tokens", None))?;
     if actual == 0 {
         // No request has no input; a 0 is a usage field read wrong, and would halve counts.
@@ -553,11 +573,21 @@ pub fn calibrate_usage(usage: &Value) -> Result<Calibration, CountMessagesError>
     for key in ["inputTokens", "estimated"] {
         bag.shift_remove(key);
     }
-    let options = CountMessagesOptions::from_value(&Value::Object(bag))?;
-    let estimated = match (tokens("estimated")?, messages) {
+    let options = CountMessagesOptions::from_value(&Value::Object(bag)).map_err(in_usage)?;
+    let estimated = match (tokens("estimated", false)?, messages) {
         (Some(estimated), _) => estimated,
         (None, Some(messages)) => {
-            let conv = parse_messages_value(messages, &messages_options(options.format))?;
+            let conv =
+                parse_messages_value(messages, &messages_options(options.format)).map_err(|e| {
+                    // NOTE: paths start at the list (`messages[2]`) or at the request object
+                    // (`system`), which is `usage.messages` here.
+                    let prefix = if e.path.starts_with("messages") {
+                        "usage."
+                    } else {
+                        "usage.messages."
+                    };
+                    e.under(prefix)
+                })?;
             with_cache(|cache| count_conversation(&conv, &options, cache))?.total
         }
         (None, None) => {
@@ -570,6 +600,18 @@ pub fn calibrate_usage(usage: &Value) -> Result<Calibration, CountMessagesError>
         }
     };
     Ok(calibrate(&model, &options.models, estimated, actual))
+}
+
+/// An error in the options part of a usage report, at its place there: `usage.encoding`, not
+/// `options.encoding`.
+fn in_usage(mut err: OptionsError) -> OptionsError {
+    let (OptionsError::WrongType { path, .. }
+    | OptionsError::UnknownName { path, .. }
+    | OptionsError::OutOfRange { path, .. }) = &mut err;
+    if let Some(rest) = path.strip_prefix("options") {
+        *path = format!("usage{rest}");
+    }
+    err
 }
 
 /// Forgets every calibration.

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::image::{image_tokens, DEFAULT_FILE_TOKENS};
 use crate::count::{count_tokens, CountError, Encoding};
-use crate::messages::{Format, Message, Part, PartKind, Segment, ToolInput};
+use crate::messages::{Format, Message, Part, PartKind, Role, Segment, ToolInput};
 use crate::model::{Framing, ImageRule};
 
 /// Tokens around each tool call or tool result beyond its name and content (ids, separators).
@@ -123,6 +123,14 @@ pub(crate) fn tally_message(
         if let Some(Value::String(name)) = name {
             k.overhead += u64::from(rules.framing.per_name) + tok.count(name)?;
         }
+        // NOTE: an assistant's `refusal` (what the API returns instead of content when the
+        // model declines) is sent back as the message's text.
+        if let Some(Value::String(refusal)) = message.skeleton.get("refusal") {
+            k.text += tok.count(refusal)?;
+        }
+    }
+    if message.is_ui_message() && message.role() == Role::Assistant {
+        k.overhead += ui_step_framing(message, rules, tok)?;
     }
     let whole = message.is_whole();
     for part in message.parts() {
@@ -157,6 +165,11 @@ fn tally_part(
             };
             k.overhead += TOOL_CALL_FRAMING;
             tally.estimated = true;
+            // NOTE: a UIMessage tool part holds its result too, sent as a result part.
+            if part.holds_result() {
+                k.overhead += TOOL_CALL_FRAMING;
+                result_segments(part, rules, tok, tally)?;
+            }
         }
         PartKind::ToolResult => {
             // NOTE: an OpenAI tool message is an ordinary chat message (its framing is the
@@ -165,16 +178,12 @@ fn tally_part(
                 k.overhead += TOOL_CALL_FRAMING;
                 tally.estimated = true;
             }
-            for segment in part.result_content() {
-                match segment {
-                    Segment::Text(text) => tally.kinds.tool_results += tok.count(text)?,
-                    Segment::Json(value) => {
-                        tally.kinds.tool_results += tok.json(value)?;
-                        tally.estimated |= !value.is_string();
-                    }
-                    Segment::Media(item) => media(item, rules, tok, tally)?,
-                }
-            }
+            result_segments(part, rules, tok, tally)?;
+        }
+        PartKind::UiOnly => {
+            // NOTE: not sent; but a data part is, if the host converts it (`convertDataPart`).
+            let ty = part.raw().get("type").and_then(Value::as_str).unwrap_or("");
+            tally.estimated |= ty.starts_with("data-");
         }
         PartKind::Image | PartKind::File => media(part.raw(), rules, tok, tally)?,
         PartKind::Unknown => {
@@ -188,6 +197,69 @@ fn tally_part(
         }
     }
     Ok(())
+}
+
+/// A tool result's content: text and JSON as `toolResults`, media by their own rule.
+fn result_segments(
+    part: &Part,
+    rules: &Rules,
+    tok: &mut Tokenizer,
+    tally: &mut Tally,
+) -> Result<(), CountError> {
+    for segment in part.result_content() {
+        match segment {
+            Segment::Text(text) => tally.kinds.tool_results += tok.count(text)?,
+            Segment::Json(value) => {
+                tally.kinds.tool_results += tok.json(value)?;
+                tally.estimated |= !value.is_string();
+            }
+            Segment::Media(item) => media(item, rules, tok, tally)?,
+        }
+    }
+    Ok(())
+}
+
+/// The framing of the messages a `UIMessage` from the assistant becomes beyond itself:
+/// `convertToModelMessages` makes one assistant message per step (steps are separated by
+/// `step-start` parts; an empty one makes none), each followed by a `tool` message when the
+/// step holds results of tools the host ran.
+fn ui_step_framing(
+    message: &Message,
+    rules: &Rules,
+    tok: &mut Tokenizer,
+) -> Result<u64, CountError> {
+    let (mut steps, mut tool_messages) = (0u64, 0u64);
+    let (mut filled, mut results) = (false, false);
+    let mut close = |filled: &mut bool, results: &mut bool| {
+        steps += u64::from(*filled);
+        tool_messages += u64::from(*filled && *results);
+        (*filled, *results) = (false, false);
+    };
+    for part in message.parts() {
+        let ty = part.raw().get("type").and_then(Value::as_str).unwrap_or("");
+        match ty {
+            "step-start" => close(&mut filled, &mut results),
+            // NOTE: sources are skipped; everything else, even a data part, fills the step.
+            "source-url" | "source-document" => {}
+            _ => {
+                filled = true;
+                let provider_ran = part.raw().get("providerExecuted") == Some(&Value::Bool(true));
+                results |= part.holds_result() && !provider_ran;
+            }
+        }
+    }
+    close(&mut filled, &mut results);
+    let frame = |role: &str, tok: &mut Tokenizer| -> Result<u64, CountError> {
+        Ok(u64::from(rules.framing.per_message) + tok.count(role)?)
+    };
+    let mut tokens = 0;
+    if steps > 1 {
+        tokens += (steps - 1) * frame("assistant", tok)?;
+    }
+    if tool_messages > 0 {
+        tokens += tool_messages * frame("tool", tok)?;
+    }
+    Ok(tokens)
 }
 
 /// An image, file, document or audio block: images by the provider's rule, text documents by

@@ -603,3 +603,244 @@ fn calibration_from_a_usage_report() {
     let count = count_messages_str(json, &model("zz-usage-test")).unwrap();
     assert_eq!((count.uncalibrated, count.total), (Some(9), 11));
 }
+
+fn tokens(text: &str) -> u64 {
+    count_tokens(text, Encoding::O200kBase).unwrap() as u64
+}
+
+#[test]
+fn ui_messages_count_their_parts_not_zero() {
+    // What `useChat` holds: `parts`, no `content`.
+    let ui =
+        json!([{"id": "1", "role": "user", "parts": [{"type": "text", "text": "hello world"}]}]);
+    let counted = count(&ui, &CountMessagesOptions::default());
+    assert_eq!(counted.format, Format::AiSdk);
+    assert_eq!((counted.by_kind.text, counted.total), (2, 9));
+    // The same as the ModelMessage convertToModelMessages makes of it.
+    let model_message =
+        json!([{"role": "user", "content": [{"type": "text", "text": "hello world"}]}]);
+    assert_eq!(
+        counted.by_kind,
+        count(&model_message, &CountMessagesOptions::default()).by_kind
+    );
+    // Read as OpenAI or Anthropic, it is an error naming the field, not an empty message.
+    for format in [Format::OpenAi, Format::Anthropic] {
+        let options = CountMessagesOptions {
+            format: Some(format),
+            ..CountMessagesOptions::default()
+        };
+        let err = count_value(ui.clone(), &options, None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("messages[0].content: expected a string")
+                && err.contains("found none but `parts` (an AI SDK UIMessage)")
+                && err.contains("convertToModelMessages"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn ui_messages_count_as_convert_to_model_messages_sends_them() {
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+    let ui = json!([
+        {"id": "s", "role": "system", "parts": [
+            {"type": "text", "text": "Be brief."},
+            {"type": "data-config", "data": {"theme": "dark"}}]},
+        {"id": "u", "role": "user", "parts": [
+            {"type": "text", "text": "What is the weather in Paris?"},
+            {"type": "file", "mediaType": "image/png", "url": format!("data:image/png;base64,{png}")},
+            {"type": "reasoning", "text": "never sent from a user"}]},
+        {"id": "a", "role": "assistant", "metadata": {"model": "x"}, "parts": [
+            {"type": "step-start"},
+            {"type": "reasoning", "text": "Look up the weather first."},
+            {"type": "tool-weather", "toolCallId": "c1", "state": "output-available",
+             "input": {"city": "Paris"}, "output": {"temp": 21}},
+            {"type": "dynamic-tool", "toolName": "news", "toolCallId": "c2", "state": "output-error",
+             "input": {"q": "Paris"}, "errorText": "news service down"},
+            {"type": "tool-book", "toolCallId": "c3", "state": "output-denied", "input": {"hotel": 1},
+             "approval": {"id": "a1", "approved": false, "reason": "too expensive"}},
+            {"type": "tool-draft", "toolCallId": "c4", "state": "input-streaming", "input": {"text": "half a"}},
+            {"type": "step-start"},
+            {"type": "text", "text": "It is 21 degrees in Paris."},
+            {"type": "source-url", "sourceId": "s1", "url": "https://example.com/weather"},
+            {"type": "data-status", "data": {"done": true}}]}
+    ]);
+    // What convertToModelMessages makes of it (the data parts dropped, no convertDataPart).
+    let converted = json!([
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": [
+            {"type": "text", "text": "What is the weather in Paris?"},
+            {"type": "file", "mediaType": "image/png", "data": format!("data:image/png;base64,{png}")}]},
+        {"role": "assistant", "content": [
+            {"type": "reasoning", "text": "Look up the weather first."},
+            {"type": "tool-call", "toolCallId": "c1", "toolName": "weather", "input": {"city": "Paris"}},
+            {"type": "tool-call", "toolCallId": "c2", "toolName": "news", "input": {"q": "Paris"}},
+            {"type": "tool-call", "toolCallId": "c3", "toolName": "book", "input": {"hotel": 1}}]},
+        {"role": "tool", "content": [
+            {"type": "tool-result", "toolCallId": "c1", "toolName": "weather", "output": {"type": "json", "value": {"temp": 21}}},
+            {"type": "tool-result", "toolCallId": "c2", "toolName": "news", "output": {"type": "error-text", "value": "news service down"}},
+            {"type": "tool-result", "toolCallId": "c3", "toolName": "book", "output": {"type": "error-text", "value": "too expensive"}}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "It is 21 degrees in Paris."}]}
+    ]);
+    let options = model("gpt-4o");
+    let counted = count(&ui, &options);
+    let expected = count(&converted, &options);
+    assert_eq!(counted.format, Format::AiSdk);
+    assert_eq!(counted.by_kind, expected.by_kind);
+    assert_eq!(counted.total, expected.total);
+    assert_eq!(counted.per_message.len(), 3);
+    assert_eq!(counted.by_kind.images, 255); // the 1x1 PNG, one tile
+    assert_eq!(
+        counted.by_kind.reasoning,
+        tokens("Look up the weather first.")
+    );
+    assert_eq!(
+        counted.by_kind.tool_results,
+        tokens(r#"{"temp":21}"#) + tokens("news service down") + tokens("too expensive")
+    );
+    // The system message counts its text only; the data part makes the count an estimate.
+    assert_eq!(counted.per_message[0], 3 + 1 + tokens("Be brief."));
+    let system_only = count(&json!([ui[0].clone()]), &options);
+    assert!(!system_only.exact);
+    let text_only = json!([{"role": "user", "parts": [ui[1]["parts"][0].clone()]}]);
+    assert!(count(&text_only, &options).exact);
+}
+
+#[test]
+fn an_assistant_refusal_counts_as_text() {
+    let refusal = "I'm sorry, I cannot help with that request.";
+    let input = json!([
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": null, "refusal": refusal}
+    ]);
+    let counted = count(&input, &model("gpt-4o"));
+    assert_eq!(counted.by_kind.text, tokens("hi") + tokens(refusal));
+    assert_eq!(counted.per_message[1], 3 + 1 + tokens(refusal));
+    assert!(counted.exact);
+}
+
+#[test]
+fn v4_experimental_content_counts_instead_of_the_result() {
+    let png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+    let input = json!([
+        {"role": "user", "content": "Take a screenshot."},
+        {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "c1", "toolName": "screenshot", "args": {}}]},
+        {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "c1", "toolName": "screenshot",
+            "result": {"data": png},
+            "experimental_content": [
+                {"type": "text", "text": "The screen shows a login form."},
+                {"type": "image", "data": png, "mimeType": "image/png"}]}]}
+    ]);
+    let counted = count(&input, &model("gpt-4o"));
+    assert_eq!(counted.format, Format::AiSdk);
+    // The text as a tool result, the image by its rule; the base64 `result` never as text.
+    assert_eq!(
+        counted.by_kind.tool_results,
+        tokens("The screen shows a login form.")
+    );
+    assert_eq!(counted.by_kind.images, 255);
+    // Replacing the result's text replaces what the provider receives.
+    let mut conv = conv(&input);
+    conv.messages_mut()[2].parts_mut()[0]
+        .set_result_text("cleared")
+        .unwrap();
+    let value = conv.to_value();
+    assert!(value[2]["content"][0].get("experimental_content").is_none());
+    let cleared = count(&value, &model("gpt-4o"));
+    assert_eq!(
+        (cleared.by_kind.tool_results, cleared.by_kind.images),
+        (tokens("cleared"), 0)
+    );
+}
+
+#[test]
+fn without_a_model_only_openai_messages_are_exact() {
+    let plain = json!([{"role": "user", "content": "hello world"}]);
+    let anthropic =
+        json!({"system": "Be brief.", "messages": [{"role": "user", "content": "hello world"}]});
+    let aisdk = json!([{"role": "user", "content": [{"type": "text", "text": "hello world", "providerOptions": {}}]}]);
+    let none = CountMessagesOptions::default();
+    let o200k = CountMessagesOptions {
+        encoding: Some(Encoding::O200kBase),
+        ..CountMessagesOptions::default()
+    };
+    let as_anthropic = CountMessagesOptions {
+        format: Some(Format::Anthropic),
+        ..CountMessagesOptions::default()
+    };
+    let exact = |input: &Value, options: &CountMessagesOptions| {
+        let conv = parse_messages_value(input.clone(), &messages_options(options.format)).unwrap();
+        let counted = count_conversation(&conv, options, &mut CountCache::new(8)).unwrap();
+        (counted.format, counted.exact)
+    };
+    assert_eq!(exact(&plain, &none), (Format::OpenAi, true));
+    assert_eq!(exact(&plain, &as_anthropic), (Format::Anthropic, false));
+    assert_eq!(exact(&anthropic, &none), (Format::Anthropic, false));
+    assert_eq!(exact(&anthropic, &o200k), (Format::Anthropic, false));
+    assert_eq!(exact(&aisdk, &none), (Format::AiSdk, false));
+    assert_eq!(exact(&aisdk, &o200k), (Format::AiSdk, true));
+    // A named model decides, whatever the format.
+    assert_eq!(exact(&aisdk, &model("gpt-4o")), (Format::AiSdk, true));
+}
+
+#[test]
+fn shape_errors_say_what_was_found() {
+    let err = |json: &str| {
+        count_messages_str(json, &CountMessagesOptions::default())
+            .unwrap_err()
+            .to_string()
+    };
+    assert_eq!(
+        err(r#"{"foo": 1}"#),
+        "messages: expected an array of messages or a request object with a `messages` array, found an object without `messages`"
+    );
+    assert_eq!(
+        err(r#"{"messages": {"role": "user"}}"#),
+        "messages.messages: expected an array, found an object"
+    );
+    assert_eq!(
+        err("true"),
+        "messages: expected an array of messages or a request object with a `messages` array, found a boolean"
+    );
+}
+
+#[test]
+fn usage_errors_name_their_place_in_the_report() {
+    let err = |usage: Value| calibrate_usage(&usage).unwrap_err().to_string();
+    assert_eq!(
+        err(json!({"model": "zz-usage-errors", "inputTokens": null, "estimated": 3})),
+        "usage.inputTokens: expected a whole number of tokens, found null"
+    );
+    assert_eq!(
+        err(json!({"model": "zz-usage-errors", "inputTokens": 1.5, "estimated": 3})),
+        "usage.inputTokens: expected a whole number of tokens, found a number"
+    );
+    let messages = json!([
+        {"role": "user", "content": "a"},
+        {"role": "assistant", "content": "b"},
+        {"role": "user", "content": 5}
+    ]);
+    assert_eq!(
+        err(json!({"model": "zz-usage-errors", "inputTokens": 10, "messages": messages})),
+        "usage.messages[2].content: expected a string or an array, found a number"
+    );
+    assert_eq!(
+        err(
+            json!({"model": "zz-usage-errors", "inputTokens": 10, "messages": {"system": 5, "messages": []}, "format": "anthropic"})
+        ),
+        "usage.messages.system: expected a string or an array, found a number"
+    );
+    assert_eq!(
+        err(json!({"model": "zz-usage-errors", "inputTokens": 10, "messages": {"foo": 1}})),
+        "usage.messages: expected an array of messages or a request object with a `messages` array, found an object without `messages`"
+    );
+    let e = err(
+        json!({"model": "zz-usage-errors", "inputTokens": 10, "estimated": 5, "encoding": "p50k_base"}),
+    );
+    assert!(e.starts_with("usage.encoding: unknown encoding"), "{e}");
+    // `estimated: null` is absent, as before.
+    let e = err(json!({"model": "zz-usage-errors", "inputTokens": 10, "estimated": null}));
+    assert!(e.starts_with("usage.estimated:"), "{e}");
+}

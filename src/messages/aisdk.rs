@@ -3,12 +3,21 @@
 //! Roles are `system` (string content), `user`, `assistant` (string or parts) and `tool`
 //! (parts). Parts: `text`, `image`, `file`, `reasoning`, `tool-call` (`toolCallId`, `toolName`,
 //! `input`, v4 `args`) and `tool-result` (`toolCallId`, `toolName`, `output` typed `text`,
-//! `json`, `error-text`, `error-json` or `content`; v4 `result` and `isError`). Other part types
-//! are kept opaque.
+//! `json`, `error-text`, `error-json` or `content`; v4 `result`, `experimental_content` and
+//! `isError`). Other part types are kept opaque.
+//!
+//! A `system`, `user` or `assistant` message with `parts` and no `content` is a `UIMessage`
+//! (what `useChat` holds, v5 and later), read part by part as `convertToModelMessages` would
+//! send it: `text`, `reasoning`, `file` (and `reasoning-file`), and tool parts
+//! (`tool-<name>` or `dynamic-tool`, with `toolCallId`, `input`, and by `state` an `output`,
+//! `errorText` or denial) as calls that hold their own result ([`Part::holds_result`]).
+//! `step-start`, `source-url`, `source-document`, `data-*`, a tool call still streaming its
+//! input, and what a user message (all but text and files) or a system message (all but text)
+//! does not keep are [`PartKind::UiOnly`]: not sent.
 
 use std::mem;
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::error::{as_obj, into_obj, opt_bool, opt_obj, opt_str, req_role, req_str, ParseError};
 use super::model::{Form, Format, Message, Part, PartInfo, PartKind, Role, Slot};
@@ -23,6 +32,9 @@ pub(crate) fn parse_message(value: Value) -> Result<Message, ParseError> {
         &[Role::System, Role::User, Role::Assistant, Role::Tool],
         ROLES,
     )?;
+    if role != Role::Tool && is_ui_message(&obj) {
+        return parse_ui_message(role, obj);
+    }
     let content = match (role, obj.get_mut("content")) {
         (Role::Tool, Some(v @ Value::Array(_))) => Some(mem::take(v)),
         (Role::Tool, other) => {
@@ -51,6 +63,80 @@ pub(crate) fn parse_message(value: Value) -> Result<Message, ParseError> {
         parts,
         skimmed: false,
     })
+}
+
+/// Whether a message object is an AI SDK `UIMessage`: no `content` (absent or `null`), and a
+/// `parts` array.
+pub(crate) fn is_ui_message(obj: &Map<String, Value>) -> bool {
+    matches!(obj.get("content"), None | Some(Value::Null))
+        && matches!(obj.get("parts"), Some(Value::Array(_)))
+}
+
+/// A `UIMessage`: its `parts` become the message's parts (and are written back there).
+fn parse_ui_message(role: Role, mut obj: Map<String, Value>) -> Result<Message, ParseError> {
+    let items = match obj.get_mut("parts").map(mem::take) {
+        Some(Value::Array(items)) => items,
+        _ => Vec::new(),
+    };
+    let mut parts = Vec::with_capacity(items.len());
+    for (j, value) in items.into_iter().enumerate() {
+        let info = ui_part_info(role, &value).map_err(|e| e.under(format_args!(".parts[{j}]")))?;
+        parts.push(Part::from_info(Format::AiSdk, Slot::UiPart, info, value));
+    }
+    Ok(Message {
+        role,
+        format: Format::AiSdk,
+        skeleton: obj,
+        content: Form::Parts,
+        tool_calls: Form::Absent,
+        parts,
+        skimmed: false,
+    })
+}
+
+/// A `UIMessage` part's shape, and whether `convertToModelMessages` sends it for `role`.
+fn ui_part_info(role: Role, value: &Value) -> Result<PartInfo, ParseError> {
+    let obj = as_obj(value)?;
+    let ty = req_str(obj, "type")?;
+    Ok(match ty {
+        "text" => PartInfo::text(req_str(obj, "text")?, "text"),
+        // NOTE: a system message keeps its text parts only, joined.
+        _ if role == Role::System => PartInfo::of(PartKind::UiOnly),
+        "file" => {
+            opt_str(obj, "url")?;
+            opt_str(obj, "mediaType")?;
+            PartInfo::of(PartKind::File)
+        }
+        "step-start" | "source-url" | "source-document" => PartInfo::of(PartKind::UiOnly),
+        // NOTE: data parts are dropped unless the host passes a `convertDataPart`.
+        _ if ty.starts_with("data-") => PartInfo::of(PartKind::UiOnly),
+        // NOTE: a user message keeps its text and file parts only.
+        _ if role == Role::User => PartInfo::of(PartKind::UiOnly),
+        "reasoning" => {
+            req_str(obj, "text")?;
+            PartInfo::of(PartKind::Reasoning).key("text")
+        }
+        "reasoning-file" => PartInfo::of(PartKind::File),
+        "dynamic-tool" => ui_tool_info(obj, req_str(obj, "toolName")?)?,
+        _ => match ty.strip_prefix("tool-") {
+            Some(name) => ui_tool_info(obj, name)?,
+            None => PartInfo::of(PartKind::Unknown),
+        },
+    })
+}
+
+/// A `UIMessage` tool part: a call that holds its result once its `state` has one.
+fn ui_tool_info(obj: &Map<String, Value>, name: &str) -> Result<PartInfo, ParseError> {
+    let id = req_str(obj, "toolCallId")?;
+    let state = opt_str(obj, "state")?;
+    // NOTE: a call still streaming its input is not sent at all.
+    if state == Some("input-streaming") {
+        return Ok(PartInfo::of(PartKind::UiOnly));
+    }
+    Ok(PartInfo::of(PartKind::ToolCall)
+        .id(Some(id))
+        .name(Some(name))
+        .error(matches!(state, Some("output-error" | "output-denied"))))
 }
 
 /// The top-level `system` of a `generateText`-style call: a string.

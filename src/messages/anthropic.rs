@@ -14,13 +14,16 @@ use serde_json::{json, Value};
 
 use super::error::{as_obj, into_obj, opt_bool, opt_str, req_role, req_str, ParseError};
 use super::model::{Form, Format, Message, Part, PartInfo, PartKind, Role, Slot};
-use super::parse_content;
+use super::{aisdk, parse_content};
 
 const ROLES: &str = "\"user\" or \"assistant\"";
 
 pub(crate) fn parse_message(value: Value) -> Result<Message, ParseError> {
     let mut obj = into_obj(value)?;
     let role = req_role(&obj, &[Role::User, Role::Assistant], ROLES)?;
+    if aisdk::is_ui_message(&obj) {
+        return Err(ParseError::ui_message("a string or an array"));
+    }
     let content = match obj.get_mut("content") {
         Some(v @ (Value::String(_) | Value::Array(_))) => Some(mem::take(v)),
         other => {

@@ -84,6 +84,10 @@ impl FormatVotes {
         {
             votes.aisdk += 1;
         }
+        // NOTE: `parts` and no `content`: an AI SDK UIMessage, as `useChat` holds it.
+        if super::aisdk::is_ui_message(obj) {
+            votes.aisdk += 1;
+        }
         let Some(Value::Array(parts)) = obj.get("content") else {
             return votes;
         };

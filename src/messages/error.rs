@@ -34,6 +34,16 @@ pub enum ParseErrorKind {
         /// What it holds: `a number`, `null`, `nothing` when it is missing.
         found: &'static str,
     },
+    /// A message with no `content` but a `parts` array: an AI SDK `UIMessage` (what `useChat`
+    /// holds), which only the AI SDK format reads.
+    #[error(
+        "expected {expected}, found none but `parts` (an AI SDK UIMessage): read it with \
+         format \"aisdk\", or convert it with convertToModelMessages first"
+    )]
+    UiMessage {
+        /// What `content` must hold in the format asked for.
+        expected: &'static str,
+    },
     /// A `role` this format does not have.
     #[error("unknown role {role:?}; expected {expected}")]
     UnknownRole {
@@ -56,6 +66,27 @@ impl ParseError {
                 expected,
                 found: found.map_or("nothing", type_name),
             },
+        }
+    }
+
+    /// A field holding something other than `expected`, described as `found` (for what a
+    /// JSON type name does not say: `an object without \`messages\``).
+    pub(crate) fn expected_found(
+        path: impl Into<String>,
+        expected: &'static str,
+        found: &'static str,
+    ) -> Self {
+        ParseError {
+            path: path.into(),
+            kind: ParseErrorKind::Expected { expected, found },
+        }
+    }
+
+    /// A message of a format with `content` that has none, but AI SDK UIMessage `parts`.
+    pub(crate) fn ui_message(expected: &'static str) -> Self {
+        ParseError {
+            path: ".content".to_owned(),
+            kind: ParseErrorKind::UiMessage { expected },
         }
     }
 

@@ -73,6 +73,9 @@ pub struct MessagesOptions {
     pub allow_pending_calls: bool,
 }
 
+/// What a conversation must be, for error messages.
+const CONVERSATION: &str = "an array of messages or a request object with a `messages` array";
+
 /// Reads a conversation, cloning `input`.
 ///
 /// Errors name the place: `messages[12].content[3].tool_use_id: expected a string, found a
@@ -108,15 +111,22 @@ pub fn parse_messages_value(
                 let list = std::mem::take(list);
                 (Some(envelope), list)
             }
-            other => {
+            Some(other) => {
                 return Err(ParseError::expected(
-                    "messages",
+                    "messages.messages",
                     "an array",
-                    other.map(|v| &*v),
+                    Some(other),
+                ))
+            }
+            None => {
+                return Err(ParseError::expected_found(
+                    "messages",
+                    CONVERSATION,
+                    "an object without `messages`",
                 ))
             }
         },
-        other => return Err(ParseError::expected("messages", "an array", Some(&other))),
+        other => return Err(ParseError::expected("messages", CONVERSATION, Some(&other))),
     };
     let mut system = None;
     if let Some(envelope) = envelope.as_mut() {

@@ -22,7 +22,8 @@ pub enum Format {
     /// Anthropic Messages (`messages`, and `system`, of the `/v1/messages` request).
     #[serde(rename = "anthropic")]
     Anthropic,
-    /// Vercel AI SDK `ModelMessage` (v5; also the v4 `args`/`result` names).
+    /// Vercel AI SDK `ModelMessage` (v5; also the v4 `args`/`result` names), and `UIMessage`
+    /// (what `useChat` holds: `parts` instead of `content`).
     #[serde(rename = "aisdk", alias = "ai-sdk")]
     AiSdk,
 }
@@ -109,6 +110,12 @@ pub enum PartKind {
     Compaction,
     /// A part type this crate does not know; kept and written back as it is.
     Unknown,
+    /// A part of an AI SDK `UIMessage` that `convertToModelMessages` does not send to the
+    /// model: `step-start`, `source-url`, `source-document`, `data-*` (unless the host's
+    /// `convertDataPart` turns it into text or a file), a tool call still streaming its input,
+    /// and what a user message (anything but text and files) or a system message (anything but
+    /// text) does not keep.
+    UiOnly,
 }
 
 /// Where a part's JSON sits in its message.
@@ -124,6 +131,8 @@ pub(crate) enum Slot {
     FunctionCall,
     /// The whole message object (OpenAI `tool` and `function` messages).
     Whole,
+    /// One element of an AI SDK `UIMessage`'s `parts` array.
+    UiPart,
 }
 
 /// What a message field held before its parts were taken out, to write the same shape back.
@@ -133,6 +142,9 @@ pub(crate) enum Form {
     Null,
     String,
     Array,
+    /// No `content` (absent or `null`, and left as it was): the items are an AI SDK
+    /// `UIMessage`'s `parts`.
+    Parts,
 }
 
 /// A tool call's input, as the format holds it.
@@ -306,6 +318,18 @@ impl Part {
         self.is_error
     }
 
+    /// Whether a tool call holds its own result: an AI SDK `UIMessage` tool part whose `state`
+    /// is `output-available`, `output-error` or `output-denied`. Such a call needs no result
+    /// part after it.
+    pub fn holds_result(&self) -> bool {
+        self.slot == Slot::UiPart
+            && self.kind == PartKind::ToolCall
+            && matches!(
+                self.raw.get("state").and_then(Value::as_str),
+                Some("output-available" | "output-error" | "output-denied")
+            )
+    }
+
     /// The text of a text, reasoning or compaction part.
     pub fn text(&self) -> Option<&str> {
         if self.slot == Slot::Content {
@@ -329,17 +353,22 @@ impl Part {
                 text.and_then(Value::as_str).map(ToolInput::Text)
             }
             Format::Anthropic => self.raw.get("input").map(ToolInput::Json),
-            Format::AiSdk => self
-                .raw
-                .get("input")
+            // NOTE: a UIMessage tool part that failed to parse its input keeps it as `rawInput`.
+            Format::AiSdk => (self.raw.get("input"))
                 .or_else(|| self.raw.get("args"))
+                .or_else(|| self.raw.get("rawInput"))
                 .map(ToolInput::Json),
         }
     }
 
-    /// A tool result's content, in order.
+    /// A tool result's content, in order. An AI SDK `UIMessage` tool part is a call that holds
+    /// its own result ([`Part::holds_result`]): this is that result (empty until it has one).
     pub fn result_content(&self) -> Vec<Segment<'_>> {
         let mut out = Vec::new();
+        if self.slot == Slot::UiPart && self.kind == PartKind::ToolCall {
+            ui_tool_output(&self.raw, &mut out);
+            return out;
+        }
         if self.kind != PartKind::ToolResult {
             return out;
         }
@@ -362,6 +391,10 @@ impl Part {
                         }
                         _ => out.push(Segment::Json(output)),
                     }
+                } else if let Some(Value::Array(items)) = self.raw.get("experimental_content") {
+                    // NOTE: v4's multi-part result (`experimental_toToolResultContent`) is what
+                    // the provider receives instead of `result`.
+                    out.extend(items.iter().map(block_segment));
                 } else if let Some(result) = self.raw.get("result") {
                     out.push(match result {
                         Value::String(s) => Segment::Text(s),
@@ -428,7 +461,11 @@ impl Part {
                 let ty = if is_error { "error-text" } else { "text" };
                 put(obj, "output", Some(json!({ "type": ty, "value": text })));
             }
-            Format::AiSdk => put(obj, "result", Some(text)),
+            Format::AiSdk => {
+                put(obj, "result", Some(text));
+                // NOTE: v4 sends `experimental_content` instead of `result` when it is there.
+                put(obj, "experimental_content", None);
+            }
         }
         Ok(())
     }
@@ -537,6 +574,30 @@ fn block_segment(item: &Value) -> Segment<'_> {
             _,
         ) => Segment::Media(item),
         _ => Segment::Json(item),
+    }
+}
+
+/// The result a `UIMessage` tool part holds, as `convertToModelMessages` sends it: the output
+/// (text when a string, else JSON), the error text, or the reason a call was denied.
+fn ui_tool_output<'a>(raw: &'a Value, out: &mut Vec<Segment<'a>>) {
+    match raw.get("state").and_then(Value::as_str) {
+        Some("output-available") => match raw.get("output") {
+            Some(Value::String(s)) => out.push(Segment::Text(s)),
+            Some(Value::Null) | None => {}
+            Some(other) => out.push(Segment::Json(other)),
+        },
+        Some("output-error") => match raw.get("errorText") {
+            Some(Value::String(s)) => out.push(Segment::Text(s)),
+            Some(Value::Null) | None => {}
+            Some(other) => out.push(Segment::Json(other)),
+        },
+        Some("output-denied") => {
+            let reason = (raw.get("approval"))
+                .and_then(|a| a.get("reason"))
+                .and_then(Value::as_str);
+            out.push(Segment::Text(reason.unwrap_or("Tool execution denied.")));
+        }
+        _ => {}
     }
 }
 
@@ -655,6 +716,11 @@ impl Message {
         &mut self.parts
     }
 
+    /// Whether the message is an AI SDK `UIMessage`: its parts are its `parts`, not `content`.
+    pub fn is_ui_message(&self) -> bool {
+        self.content == Form::Parts
+    }
+
     /// Whether the message holds at least one tool call.
     pub fn has_tool_calls(&self) -> bool {
         self.parts.iter().any(|p| p.kind == PartKind::ToolCall)
@@ -690,12 +756,17 @@ impl Message {
         for part in parts {
             match part.slot {
                 Slot::Whole => return part.raw,
-                Slot::Content | Slot::Item => items.push(part),
+                Slot::Content | Slot::Item | Slot::UiPart => items.push(part),
                 Slot::ToolCall => calls.push(part.raw),
                 Slot::FunctionCall => function_call = Some(part.raw),
             }
         }
-        put(&mut skeleton, "content", content_value(items, content));
+        if content == Form::Parts {
+            let parts = items.into_iter().map(Part::into_item_raw).collect();
+            put(&mut skeleton, "parts", Some(Value::Array(parts)));
+        } else {
+            put(&mut skeleton, "content", content_value(items, content));
+        }
         // NOTE: `tool_calls` is only ours when it was read as OpenAI calls or calls were added;
         // anywhere else it is an unknown field and stays as it is.
         if !calls.is_empty() || tool_calls != Form::Absent {
@@ -723,7 +794,7 @@ fn content_value(items: Vec<Part>, form: Form) -> Option<Value> {
             Form::Absent => None,
             Form::Null => Some(Value::Null),
             Form::String => Some(Value::String(String::new())),
-            Form::Array => Some(Value::Array(Vec::new())),
+            Form::Array | Form::Parts => Some(Value::Array(Vec::new())),
         };
     }
     if items.len() == 1 && items.first().is_some_and(|p| p.slot == Slot::Content) {

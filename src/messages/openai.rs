@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use super::error::{as_obj, into_obj, opt_obj, opt_str, req_role, req_str, ParseError};
 use super::model::{Form, Format, Message, Part, PartInfo, PartKind, Role, Slot};
-use super::parse_content;
+use super::{aisdk, parse_content};
 
 const ROLES: &str = "\"system\", \"developer\", \"user\", \"assistant\", \"tool\" or \"function\"";
 
@@ -44,6 +44,10 @@ pub(crate) fn parse_message(value: Value) -> Result<Message, ParseError> {
         return Ok(Message::whole(Format::OpenAi, role, part));
     }
     opt_str(&obj, "name")?;
+    // NOTE: read as OpenAI, an AI SDK UIMessage would have no content and count nothing.
+    if aisdk::is_ui_message(&obj) {
+        return Err(ParseError::ui_message("a string, an array or null"));
+    }
     let content = obj.get_mut("content").map(mem::take);
     let (content_form, mut parts) = parse_content(Format::OpenAi, content, item_info)?;
     let mut tool_calls = Form::Absent;

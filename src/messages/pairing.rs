@@ -7,13 +7,14 @@
 //! those. So a result pairs with a call of the same id in its *window*: the carrier messages
 //! (`tool`/`function` for OpenAI, `tool` for the AI SDK, `user` for Anthropic) that directly
 //! follow the call's message. The AI SDK also lets an assistant message carry the results of
-//! provider-executed calls made earlier in that same message.
+//! provider-executed calls made earlier in that same message. An AI SDK `UIMessage` tool part
+//! is a call and, once its state has one, its result too: it answers itself.
 
 use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::model::{Conversation, Format, Message, PartKind, Role};
+use super::model::{Conversation, Format, Message, PartKind, Role, Slot};
 
 /// A part's place: message index and part index in [`super::Message::parts`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -187,16 +188,19 @@ pub(crate) fn pair_messages(format: Format, messages: &[Message]) -> PairingGrap
                         first_call.entry(id).or_insert(at);
                         ids_here.entry(id).or_insert(at);
                     }
-                    open_here
-                        .entry(id)
-                        .or_default()
-                        .0
-                        .push(exchange.calls.len());
+                    let answered = part.holds_result();
+                    if !answered {
+                        open_here
+                            .entry(id)
+                            .or_default()
+                            .0
+                            .push(exchange.calls.len());
+                    }
                     exchange.calls.push(ToolLink {
                         id: id.map(str::to_owned),
                         name: part.name.clone(),
                         call: at,
-                        result: None,
+                        result: answered.then_some(at),
                     });
                 }
                 _ => {}
@@ -283,6 +287,15 @@ pub(crate) fn pair_messages(format: Format, messages: &[Message]) -> PairingGrap
         }
     }
     graph
+}
+
+/// Whether the call at `call` is an AI SDK `UIMessage` tool part: without a result yet it
+/// waits for the UI (the host runs the tool, or asks for approval), and a result part after
+/// it would be the wrong shape, so it is neither reported nor stubbed.
+pub(crate) fn is_ui_call(messages: &[Message], call: PartRef) -> bool {
+    (messages.get(call.message))
+        .and_then(|m| m.parts.get(call.part))
+        .is_some_and(|p| p.slot == Slot::UiPart)
 }
 
 /// The link of the call at `call`.

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::model::{Conversation, Form, Format, Message, Part, PartKind, Role, Slot};
-use super::pairing::{pair_messages, PartRef, StrayReason};
+use super::pairing::{is_ui_call, pair_messages, PartRef, StrayReason};
 use super::validate::{empty_content, problems_with, Problem, ProblemKind};
 use super::{aisdk, anthropic, openai, MessagesOptions};
 
@@ -248,7 +248,11 @@ pub fn repair_conversation_traced(
     for exchange in &graph.exchanges {
         let pending_ok = options.allow_pending_calls && exchange.window_end >= last;
         for link in &exchange.calls {
-            if link.result.is_some() || pending_ok || claimed.contains(&link.call) {
+            if link.result.is_some()
+                || pending_ok
+                || claimed.contains(&link.call)
+                || is_ui_call(&conv.messages, link.call)
+            {
                 continue;
             }
             let Some(call) = part_at(&conv.messages, link.call) else {
@@ -449,7 +453,7 @@ fn into_items(message: &mut Message) {
             .map(Part::into_item)
             .collect();
     }
-    if message.content != Form::Array && !message.is_whole() {
+    if !matches!(message.content, Form::Array | Form::Parts) && !message.is_whole() {
         message.content = Form::Array;
     }
 }

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::model::{Conversation, Form, Format, Message, PartKind, Role, Slot};
-use super::pairing::{pair_messages, PairingGraph, StrayReason};
+use super::pairing::{is_ui_call, pair_messages, PairingGraph, StrayReason};
 use super::MessagesOptions;
 
 /// A kind of [`Problem`].
@@ -97,7 +97,7 @@ pub(crate) fn problems_with(
         for link in exchange
             .calls
             .iter()
-            .filter(|l| l.result.is_none() && !pending_ok)
+            .filter(|l| l.result.is_none() && !pending_ok && !is_ui_call(messages, l.call))
         {
             out.push(Problem {
                 kind: ProblemKind::MissingResult,

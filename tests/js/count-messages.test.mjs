@@ -12,6 +12,7 @@ import {
   isWithinLimit,
   modelInfo,
 } from "context-keeper";
+import { convertToModelMessages } from "ai";
 import { referenceCount, sampleConversation } from "./reference.mjs";
 
 const dataDir = new URL("../data/messages/", import.meta.url);
@@ -362,4 +363,114 @@ test("calibrate refuses a reported 0 and documents Anthropic's cached input", ()
     () => calibrate({ model: "claude-sonnet-4-5", inputTokens: 0, estimated: 100 }),
     (e) => e instanceof RangeError && e.message === "usage.inputTokens: expected a positive number of tokens, found 0",
   );
+});
+
+test("AI SDK UIMessages (useChat) count what convertToModelMessages sends, never 0", async () => {
+  const hello = [{ id: "1", role: "user", parts: [{ type: "text", text: "hello world" }] }];
+  const count = countMessages(hello);
+  assert.equal(count.format, "aisdk");
+  assert.equal(count.byKind.text, referenceCount("hello world"));
+  assert.equal(count.total, 9);
+  // Named as another format, it is an error naming the field, not an empty message.
+  for (const format of ["openai", "anthropic"]) {
+    assert.throws(() => countMessages(hello, { format }), {
+      name: "TypeError",
+      message: /^messages\[0\]\.content: expected a string.*found none but `parts` \(an AI SDK UIMessage\).*convertToModelMessages/,
+    });
+  }
+  const ui = fixtures["aisdk-ui-messages"];
+  // What the ai package itself makes of them, without the v6 approval part it does not know.
+  const v5 = ui.slice(0, 4);
+  const converted = await convertToModelMessages(v5);
+  for (const options of [{ model: "gpt-4o" }, { model: "claude-sonnet-4-5" }, {}]) {
+    const counted = countMessages(v5, options);
+    const reference = countMessages(converted, options);
+    assert.equal(counted.format, "aisdk");
+    assert.deepEqual(counted.byKind, reference.byKind, JSON.stringify(options));
+    assert.equal(counted.total, reference.total);
+    assert.equal(counted.perMessage.length, v5.length);
+  }
+  const counted = countMessages(ui, { model: "gpt-4o" });
+  assert.equal(
+    counted.byKind.toolResults,
+    referenceCount(JSON.stringify(ui[2].parts[2].output)) + referenceCount(ui[2].parts[3].errorText),
+  );
+  assert.equal(counted.byKind.reasoning, referenceCount(ui[2].parts[1].text));
+  // A part appended while streaming is counted as it is now.
+  const streaming = structuredClone(hello);
+  countMessages(streaming);
+  streaming[0].parts.push({ type: "text", text: " and more" });
+  assert.equal(countMessages(streaming).byKind.text, referenceCount("hello world") + referenceCount(" and more"));
+});
+
+test("an assistant's refusal and AI SDK v4 experimental_content are counted", () => {
+  const refusal = "I'm sorry, I can't help with that.";
+  const count = countMessages([{ role: "user", content: "hi" }, { role: "assistant", content: null, refusal }], { model: "gpt-4o" });
+  assert.equal(count.byKind.text, referenceCount("hi") + referenceCount(refusal));
+  const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+  const v4 = [
+    { role: "user", content: "Take a screenshot." },
+    { role: "assistant", content: [{ type: "tool-call", toolCallId: "c1", toolName: "screenshot", args: {} }] },
+    {
+      role: "tool",
+      content: [{
+        type: "tool-result", toolCallId: "c1", toolName: "screenshot", result: { data: png },
+        experimental_content: [{ type: "text", text: "A login form." }, { type: "image", data: png, mimeType: "image/png" }],
+      }],
+    },
+  ];
+  const counted = countMessages(v4, { model: "gpt-4o" });
+  assert.equal(counted.byKind.toolResults, referenceCount("A login form."));
+  assert.equal(counted.byKind.images, 255); // the 1x1 PNG: one tile
+});
+
+test("exact without a model: OpenAI messages only (AI SDK with a named encoding)", () => {
+  const plain = [{ role: "user", content: "hello world" }];
+  assert.equal(countMessages(plain).exact, true);
+  assert.equal(countMessages(plain, { format: "anthropic" }).exact, false);
+  const anthropic = { system: "Be brief.", messages: plain };
+  assert.equal(countMessages(anthropic).format, "anthropic");
+  assert.equal(countMessages(anthropic).exact, false);
+  assert.equal(countMessages(anthropic, { encoding: "o200k_base" }).exact, false);
+  const ui = [{ id: "1", role: "user", parts: [{ type: "text", text: "hello world" }] }];
+  assert.equal(countMessages(ui).exact, false);
+  assert.equal(countMessages(ui, { encoding: "o200k_base" }).exact, true);
+  assert.equal(countMessages(ui, { model: "gpt-4o" }).exact, true);
+});
+
+test("shape errors say what they found; calibrate names NaN and its own fields", () => {
+  const conversation = "an array of messages or a request object with a `messages` array";
+  assert.throws(() => countMessages({ foo: 1 }), {
+    name: "TypeError",
+    message: `messages: expected ${conversation}, found an object without \`messages\``,
+  });
+  assert.throws(() => countMessages({ messages: "hi" }), {
+    name: "TypeError",
+    message: "messages.messages: expected an array, found a string",
+  });
+  assert.throws(() => countMessages(42), { name: "TypeError", message: `messages: expected ${conversation}, found a number` });
+  const messages = [{ role: "user", content: "a" }, { role: "assistant", content: "b" }, { role: "user", content: 5 }];
+  for (const [value, shown] of [[NaN, "NaN"], [Infinity, "Infinity"], [-Infinity, "-Infinity"]]) {
+    assert.throws(() => calibrate({ model: "claude-haiku-4-5", inputTokens: value, messages }), {
+      name: "TypeError",
+      message: `usage.inputTokens: expected a whole number of tokens, found ${shown}`,
+    });
+    assert.throws(() => calibrate({ model: "claude-haiku-4-5", inputTokens: 10, estimated: value }), {
+      name: "TypeError",
+      message: `usage.estimated: expected a whole number of tokens, found ${shown}`,
+    });
+  }
+  assert.throws(() => calibrate({ model: "claude-haiku-4-5", inputTokens: null, estimated: 5 }), {
+    name: "TypeError",
+    message: "usage.inputTokens: expected a whole number of tokens, found null",
+  });
+  assert.throws(() => calibrate({ model: "claude-haiku-4-5", inputTokens: 10, messages }), {
+    name: "TypeError",
+    message: "usage.messages[2].content: expected a string or an array, found a number",
+  });
+  assert.throws(() => calibrate({ model: "claude-haiku-4-5", inputTokens: 10, estimated: 5, encoding: "p50k_base" }), {
+    name: "RangeError",
+    message: /^usage\.encoding: unknown encoding "p50k_base"/,
+  });
+  clearCalibration();
 });

@@ -48,6 +48,8 @@ test("AI SDK output passes the ai package's own modelMessageSchema", () => {
       // The v4 names (args/result) are older than the schema; only v5+ shapes must pass it.
       const v4 = Array.isArray(message.content) && message.content.some((p) => "args" in p || "result" in p);
       if (v4) continue;
+      // A UIMessage (`parts`, no `content`) is what useChat holds, not a ModelMessage.
+      if (message.content == null && Array.isArray(message.parts)) continue;
       const parsed = modelMessageSchema.safeParse(message);
       assert.ok(parsed.success, `${name} message ${i}: ${JSON.stringify(parsed.error?.issues?.[0])}`);
     }
@@ -126,7 +128,7 @@ test("bad input is a TypeError naming the message index and field", () => {
       return true;
     });
   }
-  assert.throws(() => repairMessages(undefined), { name: "TypeError", message: /^messages: expected an array or an object with a messages array, found undefined$/ });
+  assert.throws(() => repairMessages(undefined), { name: "TypeError", message: /^messages: expected an array of messages or a request object with a `messages` array, found undefined$/ });
   assert.throws(() => validateMessages([], "openai"), { name: "TypeError", message: "options: expected an object, found a string" });
   assert.throws(() => validateMessages([], { allowPendingCalls: "yes" }), { name: "TypeError", message: "options.allowPendingCalls: expected a boolean, found a string" });
 });
