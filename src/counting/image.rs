@@ -405,6 +405,8 @@ mod tests {
         assert_eq!(image_tokens(rule, &url), (2489, true));
     }
 
+    // NOTE: proptest is a host-only dev-dependency.
+    #[cfg(not(target_arch = "wasm32"))]
     proptest::proptest! {
         #[test]
         fn patches_stay_within_the_budget(
