@@ -95,8 +95,21 @@ export interface CountMessagesOptions {
   encoding?: EncodingName;
   /** The messages' format; detected when absent. */
   format?: MessageFormat | "ai-sdk";
-  /** Tool definitions sent with the request (OpenAI, Anthropic or AI SDK shape); default: the request object's `tools`. */
+  /**
+   * Tool definitions sent with the request; default: the request object's `tools`. A list
+   * (OpenAI Chat or Responses, Anthropic) or the AI SDK's `{ name: tool({ description,
+   * inputSchema }) }` (v4: `parameters`). A schema counts as the JSON Schema the provider gets:
+   * `jsonSchema(...)` by what it wraps, a Zod 4 schema by its own `toJSONSchema()`, a schema
+   * that cannot write one (Zod 3, Zod Mini) estimated from what it shows. Every entry must be
+   * a definition object: `tools[2]: expected a tool definition object, found null`.
+   */
   tools?: readonly unknown[] | Record<string, unknown>;
+  /**
+   * How the request lets the model use its tools: "auto" or "none", else forced ("any",
+   * "required", `{ type: "tool", ... }`); it sizes the system prompt Anthropic adds for tools.
+   * Default: the request object's `tool_choice` (or `toolChoice`), else "auto".
+   */
+  toolChoice?: "auto" | "none" | "any" | "required" | "tool" | { type: string; [key: string]: unknown };
   /** Entries merged over the built-in registry. */
   models?: ModelEntries;
 }
@@ -113,7 +126,10 @@ export interface TokensByKind {
   /** Files, documents and audio. */
   files: number;
   reasoning: number;
-  /** Framing per message, role and name, per tool call, reply priming, tool definitions. */
+  /**
+   * Framing per message, role and name, per tool call, reply priming, tool definitions (and
+   * the system prompt Anthropic adds for them).
+   */
   overhead: number;
 }
 
@@ -125,9 +141,12 @@ export interface MessagesCount {
   uncalibrated?: number;
   /** Each message's tokens, framing included, in order. */
   perMessage: number[];
-  /** The top-level system prompt of an Anthropic or AI SDK request object. */
+  /** The request object's top-level `system` prompt (a string, or Anthropic's text blocks). */
   system: number;
-  /** The tool definitions. */
+  /**
+   * The tool definitions, with the system prompt Anthropic adds to a request with tools (346
+   * tokens for Claude 4 with tool choice auto or none, 313 forced; its published sizes).
+   */
   tools: number;
   /** Messages and system prompt by role. */
   byRole: Partial<Record<Role, number>>;
@@ -193,6 +212,12 @@ export function modelInfo(model: string, options?: ModelInfoOptions | null): Mod
  * message. Throws a TypeError naming the message index and field for bad input, a RangeError
  * for an unknown encoding or format.
  *
+ * `messages` is the list, or a request object holding it: `{ model, system, tools,
+ * tool_choice, messages }` (the AI SDK's `{ model, system, tools, toolChoice, messages }`,
+ * its model object read by its `modelId`). A field of the request object of the wrong type
+ * throws a TypeError naming it (`model: expected a string ...`, `tools[2]: expected a tool
+ * definition object, found null`), as does a `system` that no format has (an object).
+ *
  * AI SDK `UIMessage`s (what `useChat` holds: `parts`, no `content`) count as
  * `convertToModelMessages` would send them: text, reasoning, files, tool calls with their
  * output, error text or denial, and the framing of each step's messages; `step-start`,
@@ -203,6 +228,7 @@ export function modelInfo(model: string, options?: ModelInfoOptions | null): Mod
  * const { total, perMessage, byKind, exact } = countMessages(history, { model: "gpt-4o" });
  * countMessages([{ role: "user", content: "hello world" }]).total; // 9: 2 + 3 + 1 ("user") + 3
  * countMessages([{ id: "1", role: "user", parts: [{ type: "text", text: "hello world" }] }]).total; // 9 too
+ * countMessages({ model: "claude-sonnet-4-5", system, tools, messages }).tools; // definitions + 346
  * ```
  */
 export function countMessages(messages: Messages, options?: CountMessagesOptions | null): MessagesCount;
@@ -282,8 +308,124 @@ fn read_options(options: &JsValue) -> Result<CountMessagesOptions, CountingError
         }
         .into());
     }
-    let value = json_value(options, "options", "an object")?;
+    let mut value = json_value(options, "options", "an object")?;
+    resolve_tools_of(options, &mut value);
     Ok(CountMessagesOptions::from_value(&value).map_err(CountMessagesError::from)?)
+}
+
+/// The options the AI SDK converts a Zod 4 schema with (`zod4Schema` in
+/// `@ai-sdk/provider-utils`), and `unrepresentable: "any"`, so that a type JSON Schema cannot
+/// express (a `Date`) reads as `{}` instead of throwing.
+fn zod_params() -> JsValue {
+    let params = js_sys::Object::new();
+    let fields = [
+        ("target", "draft-7"),
+        ("io", "input"),
+        ("reused", "inline"),
+        ("unrepresentable", "any"),
+    ];
+    for (key, value) in fields {
+        // NOTE: setting a property of a fresh plain object cannot fail.
+        let _ = js_sys::Reflect::set(&params, &key.into(), &value.into());
+    }
+    params.into()
+}
+
+/// The JSON Schema a Zod 4 schema writes of itself (`schema.toJSONSchema()`), if `schema` is
+/// one with that method (Zod 4 "classic"; not Zod Mini or Zod 3).
+// NOTE: if the method throws, the schema is left as it was read and the core estimates it
+// from that: the exception is Zod's, not the caller's, and a count should not fail over it.
+fn zod_json_schema(schema: &JsValue) -> Option<Value> {
+    if !schema.is_object() || !js_sys::Reflect::has(schema, &"_zod".into()).unwrap_or(false) {
+        return None;
+    }
+    let method = js_sys::Reflect::get(schema, &"toJSONSchema".into()).ok()?;
+    let method = method.dyn_into::<js_sys::Function>().ok()?;
+    let written = method.call1(schema, &zod_params()).ok()?;
+    let mut written = walk::read(&written, None)
+        .ok()
+        .flatten()
+        .filter(Value::is_object)?;
+    close_objects(&mut written, 0);
+    Some(written)
+}
+
+/// What the AI SDK does to the JSON Schema of a Zod 4 schema before sending it
+/// (`addAdditionalPropertiesToJsonSchema`): every object schema, down its properties and array
+/// items, gets `additionalProperties: false` unless it holds a schema there.
+fn close_objects(schema: &mut Value, depth: usize) {
+    // NOTE: the walk read at most walk::MAX_DEPTH levels; this bound only makes that plain.
+    if depth > walk::MAX_DEPTH {
+        return;
+    }
+    let Value::Object(obj) = schema else {
+        return;
+    };
+    match obj.get("type").and_then(Value::as_str) {
+        Some("object") => {
+            match obj.get_mut("additionalProperties") {
+                Some(inner @ Value::Object(_)) => close_objects(inner, depth + 1),
+                _ => {
+                    obj.insert("additionalProperties".to_owned(), Value::Bool(false));
+                }
+            }
+            if let Some(Value::Object(properties)) = obj.get_mut("properties") {
+                for property in properties.values_mut() {
+                    close_objects(property, depth + 1);
+                }
+            }
+        }
+        Some("array") => match obj.get_mut("items") {
+            Some(Value::Array(items)) => {
+                for item in items {
+                    close_objects(item, depth + 1);
+                }
+            }
+            Some(item) => close_objects(item, depth + 1),
+            None => {}
+        },
+        _ => {}
+    }
+}
+
+/// In `value`, the JSON read from `js`, replaces the Zod schema of each tool definition under
+/// `tools` by the JSON Schema it writes of itself ([`zod_json_schema`]), in the shape of the
+/// AI SDK's `jsonSchema()` wrapper: JSON shows a Zod schema's internals, without its
+/// descriptions, and the core could only estimate the schema from those.
+fn resolve_tools_of(js: &JsValue, value: &mut Value) {
+    let Some(tools) = value.get_mut("tools") else {
+        return;
+    };
+    let Ok(js_tools) = js_sys::Reflect::get(js, &"tools".into()) else {
+        return;
+    };
+    let entries: Vec<(JsValue, &mut Value)> = match tools {
+        Value::Array(list) => (0u32..)
+            .zip(list.iter_mut())
+            .map(|(i, v)| (i.into(), v))
+            .collect(),
+        Value::Object(map) => map
+            .iter_mut()
+            .map(|(k, v)| (k.as_str().into(), v))
+            .collect(),
+        _ => return,
+    };
+    for (key, entry) in entries {
+        let Value::Object(def) = entry else { continue };
+        let Some(field) = ["inputSchema", "parameters", "input_schema"]
+            .into_iter()
+            .find(|field| def.contains_key(*field))
+        else {
+            continue;
+        };
+        let schema = js_sys::Reflect::get(&js_tools, &key)
+            .and_then(|js_def| js_sys::Reflect::get(&js_def, &field.into()));
+        if let Some(written) = schema.ok().as_ref().and_then(zod_json_schema) {
+            let mut wrapper = Map::new();
+            wrapper.insert("jsonSchema".to_owned(), written);
+            def.insert(field.to_owned(), Value::Object(wrapper));
+        }
+    }
 }
 
 /// A serializable result as a JS value.
@@ -342,8 +484,7 @@ fn count_with(
         .map_err(CountMessagesError::from)?;
     let ratio = counting::ratio_for(&head, options);
     let mut counting =
-        counting::with_cache(|cache| Counting::start(&head, options, ratio, stop_above, cache))
-            .map_err(CountMessagesError::from)?;
+        counting::with_cache(|cache| Counting::start(&head, options, ratio, stop_above, cache))?;
     for (i, entry) in (0u32..).zip(entries) {
         if counting.stopped() {
             break;
@@ -401,7 +542,13 @@ fn split(messages: &JsValue) -> Result<Option<Parts>, ArgumentError> {
     match walk::read(messages, Some("messages"))
         .map_err(|e| ArgumentError::not_json("messages", e))?
     {
-        Some(Value::Object(envelope)) => Ok(Some((list.unchecked_into(), Some(envelope)))),
+        Some(mut envelope @ Value::Object(_)) => {
+            resolve_tools_of(messages, &mut envelope);
+            match envelope {
+                Value::Object(envelope) => Ok(Some((list.unchecked_into(), Some(envelope)))),
+                _ => Ok(None),
+            }
+        }
         _ => Ok(None),
     }
 }
@@ -512,7 +659,14 @@ pub fn calibrate(usage: JsValue) -> Result<JsValue, CountingError> {
             .into());
         }
     }
-    let value = json_value(&usage, "usage", "an object")?;
+    let mut value = json_value(&usage, "usage", "an object")?;
+    resolve_tools_of(&usage, &mut value);
+    if let (Some(messages), Ok(js_messages)) = (
+        value.get_mut("messages"),
+        js_sys::Reflect::get(&usage, &"messages".into()),
+    ) {
+        resolve_tools_of(&js_messages, messages);
+    }
     to_js(&counting::calibrate_usage(&value)?)
 }
 

@@ -25,7 +25,15 @@
 //!   `text` or `content`, with its title and context), else [`DEFAULT_FILE_TOKENS`] each
 //!   (estimated).
 //! - Parts of unknown types: their JSON text as `text` (estimated).
-//! - Tool definitions (`tools`, and in `overhead`): see [`tools`](self) below, estimated.
+//! - Tool definitions (`tools`, and in `overhead`): see the `tools` module, estimated; for an
+//!   Anthropic model with tools, also the tool use system prompt Anthropic adds
+//!   ([`anthropic_tool_prompt`]: 346 tokens for Claude 4 with `tool_choice` auto).
+//!
+//! A request object's own fields are read and checked: `model` (a string, or the AI SDK's
+//! model object with its `modelId`), `system` (see
+//! [`parse_messages`](crate::messages::parse_messages)), `tools`, and `tool_choice` (the AI
+//! SDK's `toolChoice`); the options win over them. A field of the wrong type is an error
+//! naming it, never ignored.
 //!
 //! `exact` is true only when the model's encoding is its own tokenizer (and is the one used)
 //! and nothing in the request was estimated. With no model named, the count is OpenAI's
@@ -44,6 +52,7 @@ mod image;
 mod options;
 mod tally;
 mod tools;
+mod zod;
 
 use std::collections::BTreeMap;
 use std::sync::{Mutex, PoisonError};
@@ -60,6 +69,8 @@ pub use options::{
     model_info_with, CountMessagesOptions, ModelOverride, ModelOverrides, OptionsError,
 };
 pub use tally::{ByKind, Tally, REDACTED_CHARS_PER_TOKEN, TOOL_CALL_FRAMING};
+pub use tools::{anthropic_tool_prompt, ToolChoice};
+pub use zod::OPAQUE_OBJECT_TOKENS;
 
 use crate::count::{CountError, Encoding};
 use crate::messages::{
@@ -67,6 +78,7 @@ use crate::messages::{
 };
 use crate::model::{model_info, normalize, ModelInfo, Provider};
 use tally::{tally_message, Rules, Tokenizer};
+use tools::{BadChoice, BadTool};
 
 /// The count of a conversation.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -80,9 +92,10 @@ pub struct MessagesCount {
     pub uncalibrated: Option<u64>,
     /// Each message's tokens, framing included, in the order of `messages`.
     pub per_message: Vec<u64>,
-    /// The top-level system prompt of an Anthropic or AI SDK request object (0 without one).
+    /// The request object's top-level `system` prompt (0 without one).
     pub system: u64,
-    /// The tool definitions (0 without any).
+    /// The tool definitions, with the tool use system prompt Anthropic adds for them (0
+    /// without any).
     pub tools: u64,
     /// Tokens by role: the messages and the system prompt (not the tools or reply priming).
     pub by_role: BTreeMap<&'static str, u64>,
@@ -106,7 +119,8 @@ pub enum CountMessagesError {
     /// An option is wrong.
     #[error(transparent)]
     Options(#[from] OptionsError),
-    /// The messages are not a conversation of their format; the message names index and field.
+    /// The messages are not a conversation of their format, or a field of the request object
+    /// (`system`, `model`, `tools[2]`) is not what it must be; the message names the place.
     #[error(transparent)]
     Parse(#[from] ParseError),
     /// The encoding's tables failed to load (a defect of the build).
@@ -123,11 +137,102 @@ struct Plan {
     exact: bool,
 }
 
-fn plan(conv: &Conversation, options: &CountMessagesOptions) -> Plan {
-    let envelope_model = (conv.envelope.as_ref())
-        .and_then(|e| e.get("model"))
-        .and_then(Value::as_str);
-    match options.model.as_deref().or(envelope_model) {
+/// What a request says besides its messages, read from the options, else the request object,
+/// and checked: a field of the wrong type is an error naming it, never ignored.
+#[derive(Debug)]
+struct Request<'a> {
+    /// The model's name as given.
+    model: Option<&'a str>,
+    /// The tool definitions, and whether they came from the options.
+    tools: Option<(&'a Value, bool)>,
+    tool_choice: ToolChoice,
+}
+
+/// A field of the request object; `null` is absent.
+fn envelope_field<'a>(conv: &'a Conversation, key: &str) -> Option<&'a Value> {
+    conv.envelope.as_ref()?.get(key).filter(|v| !v.is_null())
+}
+
+impl<'a> Request<'a> {
+    fn read(
+        conv: &'a Conversation,
+        options: &'a CountMessagesOptions,
+    ) -> Result<Request<'a>, ParseError> {
+        let model = match envelope_field(conv, "model") {
+            None => None,
+            Some(Value::String(name)) => Some(name.as_str()),
+            // NOTE: the AI SDK's generateText takes the model as an object (`openai("gpt-4o")`),
+            // which JSON shows with its `modelId`.
+            Some(Value::Object(obj)) if obj.get("modelId").is_some_and(Value::is_string) => {
+                obj.get("modelId").and_then(Value::as_str)
+            }
+            other => {
+                return Err(ParseError::expected(
+                    "model",
+                    "a string (or an AI SDK model with a modelId)",
+                    other,
+                ))
+            }
+        };
+        let tools = match envelope_field(conv, "tools") {
+            None => None,
+            Some(v @ (Value::Array(_) | Value::Object(_))) => Some(v),
+            other => {
+                return Err(ParseError::expected(
+                    "tools",
+                    "an array or an object",
+                    other,
+                ))
+            }
+        };
+        let mut tool_choice = ToolChoice::Auto;
+        for key in ["tool_choice", "toolChoice"] {
+            if let Some(value) = envelope_field(conv, key) {
+                // NOTE: a name this crate does not know is left to the provider to judge; it
+                // only tells auto from forced, and auto is the default.
+                tool_choice = match ToolChoice::read(value) {
+                    Ok(choice) => choice,
+                    Err(BadChoice::UnknownName(_)) => ToolChoice::Auto,
+                    Err(BadChoice::WrongType) => {
+                        return Err(ParseError::expected(
+                            key,
+                            "a string or an object",
+                            Some(value),
+                        ))
+                    }
+                };
+                break;
+            }
+        }
+        Ok(Request {
+            model: options.model.as_deref().or(model),
+            tools: match &options.tools {
+                Some(tools) => Some((tools, true)),
+                None => tools.map(|tools| (tools, false)),
+            },
+            tool_choice: options.tool_choice.unwrap_or(tool_choice),
+        })
+    }
+}
+
+impl BadTool<'_> {
+    /// The error, with the path from the options or the request object.
+    fn into_error(self, from_options: bool) -> CountMessagesError {
+        if from_options {
+            options::wrong(
+                format!("options.tools{}", self.path),
+                self.expected,
+                self.found,
+            )
+            .into()
+        } else {
+            ParseError::expected(format!("tools{}", self.path), self.expected, self.found).into()
+        }
+    }
+}
+
+fn plan(model: Option<&str>, format: Format, options: &CountMessagesOptions) -> Plan {
+    match model {
         Some(name) => {
             let info = model_info_with(name, &options.models);
             let encoding = options.encoding.unwrap_or(info.encoding);
@@ -149,7 +254,7 @@ fn plan(conv: &Conversation, options: &CountMessagesOptions) -> Plan {
             // public; AI SDK messages go to a provider chosen at run time, so only an encoding
             // the caller named makes the count theirs.
             let chat = model_info("gpt-4o");
-            let exact = match conv.format {
+            let exact = match format {
                 Format::OpenAi => true,
                 Format::AiSdk => options.encoding.is_some(),
                 Format::Anthropic => false,
@@ -205,14 +310,18 @@ impl Counting {
     /// rules; its tool definitions and system prompt are counted now. Its messages are not:
     /// add them, in order, with [`Counting::add`] or [`Counting::add_known`]. `ratio` scales
     /// the total (a calibration); past `stop_above` (scaled) the count stops.
+    ///
+    /// Errors name a field of the request object (`model`, `tools[2]`, `tool_choice`) or of
+    /// the options (`options.tools[2]`) that is not what it must be.
     pub fn start(
         head: &Conversation,
         options: &CountMessagesOptions,
         ratio: Option<f64>,
         stop_above: Option<u64>,
         cache: &mut CountCache,
-    ) -> Result<Counting, CountError> {
-        let plan = plan(head, options);
+    ) -> Result<Counting, CountMessagesError> {
+        let request = Request::read(head, options)?;
+        let plan = plan(request.model, head.format, options);
         let keyer = cache::Keyer::new(&plan.rules);
         let mut counting = Counting {
             by_kind: ByKind {
@@ -230,13 +339,20 @@ impl Counting {
             tools: 0,
             stopped: false,
         };
-        let envelope_tools = (head.envelope.as_ref()).and_then(|e| e.get("tools"));
-        if let Some(defs) = options.tools.as_ref().or(envelope_tools) {
+        if let Some((defs, from_options)) = request.tools {
+            let list = tools::read_tools(defs).map_err(|bad| bad.into_error(from_options))?;
             let mut tok = Tokenizer {
                 encoding: counting.plan.rules.encoding,
                 calls: 0,
             };
-            let tokens = tools::tool_tokens(defs, counting.plan.provider, &mut tok)?;
+            let tokens = tools::tool_tokens(
+                defs,
+                &list,
+                counting.plan.provider,
+                request.model,
+                request.tool_choice,
+                &mut tok,
+            )?;
             counting.exact &= tokens == 0;
             counting.tools = tokens;
             counting.by_kind.overhead += tokens;
@@ -357,7 +473,7 @@ fn run(
     cache: &mut CountCache,
     ratio: Option<f64>,
     stop_above: Option<u64>,
-) -> Result<(MessagesCount, bool), CountError> {
+) -> Result<(MessagesCount, bool), CountMessagesError> {
     let mut counting = Counting::start(conv, options, ratio, stop_above, cache)?;
     for message in conv.messages() {
         if counting.stopped() {
@@ -384,7 +500,7 @@ pub fn count_conversation(
     conv: &Conversation,
     options: &CountMessagesOptions,
     cache: &mut CountCache,
-) -> Result<MessagesCount, CountError> {
+) -> Result<MessagesCount, CountMessagesError> {
     Ok(run(conv, options, cache, None, None)?.0)
 }
 
@@ -395,7 +511,7 @@ pub fn within_limit(
     limit: u64,
     options: &CountMessagesOptions,
     cache: &mut CountCache,
-) -> Result<Option<u64>, CountError> {
+) -> Result<Option<u64>, CountMessagesError> {
     let (count, stopped) = run(conv, options, cache, None, Some(limit))?;
     Ok((!stopped).then_some(count.total))
 }
@@ -432,7 +548,8 @@ pub fn messages_options(format: Option<Format>) -> MessagesOptions {
 /// The calibration ratio for the model a conversation is counted for, if any applies (only to
 /// models counted approximately).
 pub fn ratio_for(conv: &Conversation, options: &CountMessagesOptions) -> Option<f64> {
-    let info = plan(conv, options).model?;
+    let model = Request::read(conv, options).ok()?.model;
+    let info = plan(model, conv.format, options).model?;
     if info.exact {
         return None;
     }
@@ -454,9 +571,7 @@ pub fn count_value(
 ) -> Result<(MessagesCount, bool), CountMessagesError> {
     let conv = parse_messages_value(value, &messages_options(options.format))?;
     let ratio = ratio_for(&conv, options);
-    Ok(with_cache(|cache| {
-        run(&conv, options, cache, ratio, stop_above)
-    })?)
+    with_cache(|cache| run(&conv, options, cache, ratio, stop_above))
 }
 
 /// Counts a conversation given as JSON text, with the shared cache, and the calibration of its
@@ -622,5 +737,7 @@ pub fn clear_calibration() {
         .clear();
 }
 
+#[cfg(test)]
+mod request_tests;
 #[cfg(test)]
 mod tests;

@@ -2,6 +2,7 @@
 
 use serde_json::{Map, Value};
 
+use super::tools::{BadChoice, ToolChoice, TOOL_CHOICE_NAMES};
 use crate::count::{Encoding, UnknownEncoding};
 use crate::messages::Format;
 use crate::model::{
@@ -9,7 +10,7 @@ use crate::model::{
 };
 
 /// Options of [`count_messages_str`](super::count_messages_str) and friends. From JS:
-/// `{ model?, encoding?, format?, tools?, models? }`.
+/// `{ model?, encoding?, format?, tools?, toolChoice?, models? }`.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CountMessagesOptions {
     /// The model the request is for; else the request object's own `model` field.
@@ -21,6 +22,9 @@ pub struct CountMessagesOptions {
     pub format: Option<Format>,
     /// Tool definitions sent with the request; else the request object's own `tools`.
     pub tools: Option<Value>,
+    /// How the request lets the model use its tools; else the request object's own
+    /// `tool_choice` (or `toolChoice`), else auto.
+    pub tool_choice: Option<ToolChoice>,
     /// The caller's registry entries, merged over the built-in ones.
     pub models: ModelOverrides,
 }
@@ -221,8 +225,9 @@ pub(crate) fn encoding(name: &str, path: &str) -> Result<Encoding, OptionsError>
 }
 
 impl CountMessagesOptions {
-    /// Reads `{ model?, encoding?, format?, tools?, models? }`; `null` (or nothing) is the
-    /// defaults. Errors name the field: `options.models["x"].contextWindow: expected ...`.
+    /// Reads `{ model?, encoding?, format?, tools?, toolChoice?, models? }`; `null` (or
+    /// nothing) is the defaults. Errors name the field: `options.models["x"].contextWindow:
+    /// expected ...`.
     pub fn from_value(value: &Value) -> Result<CountMessagesOptions, OptionsError> {
         let obj = match value {
             Value::Null => return Ok(CountMessagesOptions::default()),
@@ -248,6 +253,20 @@ impl CountMessagesOptions {
             Some(v @ (Value::Array(_) | Value::Object(_))) => Some(v.clone()),
             other => return Err(wrong("options.tools", "an array or an object", other)),
         };
+        let tool_choice = match field(obj, "toolChoice") {
+            None => None,
+            Some(v) => Some(ToolChoice::read(v).map_err(|bad| match bad {
+                BadChoice::WrongType => {
+                    wrong("options.toolChoice", "a string or an object", Some(v))
+                }
+                BadChoice::UnknownName(name) => OptionsError::UnknownName {
+                    path: "options.toolChoice".to_owned(),
+                    what: "tool choice",
+                    name,
+                    known: TOOL_CHOICE_NAMES.to_owned(),
+                },
+            })?),
+        };
         Ok(CountMessagesOptions {
             model: string(obj, "model", path)?.map(str::to_owned),
             encoding: string(obj, "encoding", path)?
@@ -255,6 +274,7 @@ impl CountMessagesOptions {
                 .transpose()?,
             format,
             tools,
+            tool_choice,
             models: read_models(obj)?,
         })
     }

@@ -46,15 +46,49 @@ pub struct FormatVotes {
 }
 
 impl FormatVotes {
-    /// The votes of a request object's own fields (its `messages` aside).
+    /// The votes of a request object's own fields (its `messages` aside): its `system`, the
+    /// shape of its `tools` and its tool choice.
     pub fn of_envelope(envelope: &serde_json::Map<String, Value>) -> FormatVotes {
         let mut votes = FormatVotes::default();
         match envelope.get("system") {
             // NOTE: a top-level system is Anthropic's shape (AI SDK's generateText takes one
-            // too, but only as a string).
+            // too, but only as a string; OpenAI's Chat Completions has none). An object is no
+            // format's: it gets no vote, and reading it names it.
             Some(Value::Array(_)) => votes.anthropic += 2,
             Some(Value::String(_)) => votes.anthropic += 1,
             _ => {}
+        }
+        match envelope.get("tools") {
+            // NOTE: the AI SDK keys its tools by name (which no other format does, so it
+            // outweighs a string `system`, which the AI SDK has too); OpenAI wraps each in
+            // `function` (Chat) or types it `function` (Responses); Anthropic gives each an
+            // `input_schema`.
+            Some(Value::Object(map)) if !map.is_empty() => votes.aisdk += 2,
+            Some(Value::Array(list)) => {
+                let has = |key: &str| list.iter().any(|t| t.get(key).is_some());
+                let typed = |ty: &str| {
+                    (list.iter()).any(|t| t.get("type").and_then(Value::as_str) == Some(ty))
+                };
+                if has("function") || typed("function") {
+                    votes.openai += 1;
+                }
+                if has("input_schema") {
+                    votes.anthropic += 1;
+                }
+            }
+            _ => {}
+        }
+        match envelope.get("tool_choice") {
+            Some(Value::String(_)) => votes.openai += 1,
+            Some(Value::Object(choice)) => match choice.get("type").and_then(Value::as_str) {
+                Some("auto" | "any" | "tool" | "none") => votes.anthropic += 1,
+                Some(_) => votes.openai += 1,
+                None => {}
+            },
+            _ => {}
+        }
+        if envelope.contains_key("toolChoice") {
+            votes.aisdk += 1;
         }
         votes
     }

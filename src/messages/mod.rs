@@ -79,7 +79,10 @@ const CONVERSATION: &str = "an array of messages or a request object with a `mes
 /// Reads a conversation, cloning `input`.
 ///
 /// Errors name the place: `messages[12].content[3].tool_use_id: expected a string, found a
-/// number`. Part types this crate does not know are kept as they are, not an error.
+/// number`. Part types this crate does not know are kept as they are, not an error. A request
+/// object's `system` is read whatever the format: a string, or Anthropic's array of text
+/// blocks (not with AI SDK messages); anything else, such as an object, is an error naming
+/// `system`.
 pub fn parse_messages(
     input: &Value,
     options: &MessagesOptions,
@@ -129,18 +132,18 @@ pub fn parse_messages_value(
         other => return Err(ParseError::expected("messages", CONVERSATION, Some(&other))),
     };
     let mut system = None;
-    if let Some(envelope) = envelope.as_mut() {
-        let parse_system: Option<fn(Value) -> Result<Message, ParseError>> = match format {
-            Format::Anthropic => Some(anthropic::parse_system),
-            Format::AiSdk => Some(aisdk::parse_system),
-            Format::OpenAi => None,
+    if let Some(value) = (envelope.as_mut())
+        .and_then(|e| e.get_mut("system"))
+        .filter(|v| !v.is_null())
+    {
+        // NOTE: OpenAI's Chat Completions has no top-level system prompt; a request object
+        // that holds one with OpenAI messages is read the Anthropic way (a string or text
+        // blocks) so that its prompt is counted, not dropped, and written back as it was.
+        let parse = match format {
+            Format::AiSdk => aisdk::parse_system,
+            Format::Anthropic | Format::OpenAi => anthropic::parse_system,
         };
-        if let (Some(parse), Some(value)) = (
-            parse_system,
-            envelope.get_mut("system").filter(|v| !v.is_null()),
-        ) {
-            system = Some(parse(std::mem::take(value)).map_err(|e| e.under("system"))?);
-        }
+        system = Some(parse(std::mem::take(value)).map_err(|e| e.under("system"))?);
     }
     let mut messages = Vec::with_capacity(list.len());
     for (i, value) in list.into_iter().enumerate() {

@@ -824,7 +824,9 @@ impl Conversation {
         self.format
     }
 
-    /// The top-level `system` of an Anthropic or AI SDK request object, as a system message.
+    /// The top-level `system` of a request object, as a system message: Anthropic's (a string
+    /// or text blocks; also read so from a request object of OpenAI messages, which has no
+    /// `system` of its own) or the AI SDK's (a string).
     pub fn system(&self) -> Option<&Message> {
         self.system.as_ref()
     }

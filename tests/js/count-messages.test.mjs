@@ -12,7 +12,9 @@ import {
   isWithinLimit,
   modelInfo,
 } from "context-keeper";
-import { convertToModelMessages } from "ai";
+import { asSchema, convertToModelMessages, jsonSchema, tool } from "ai";
+import { z } from "zod";
+import * as zod3 from "zod/v3";
 import { referenceCount, sampleConversation } from "./reference.mjs";
 
 const dataDir = new URL("../data/messages/", import.meta.url);
@@ -122,7 +124,8 @@ test("Anthropic: thinking, tools, images in results, system prompt and tool defi
   assert.equal(count.byKind.images, 1); // a 1x1 PNG: ceil(1 * 1 / 750)
   const systemText = input.system.map((b) => b.text);
   assert.equal(count.system, 3 + referenceCount("system") + sum(systemText.map((t) => referenceCount(t))));
-  assert.equal(count.tools, referenceCount(JSON.stringify(input.tools)));
+  // The definitions, and the 346-token system prompt Anthropic adds for Claude 4 with tools.
+  assert.equal(count.tools, referenceCount(JSON.stringify(input.tools)) + 346);
   // Tools passed in the options win over the request's.
   assert.equal(countMessages(input, { tools: [] }).tools, 0);
 });
@@ -473,4 +476,111 @@ test("shape errors say what they found; calibrate names NaN and its own fields",
     message: /^usage\.encoding: unknown encoding "p50k_base"/,
   });
   clearCalibration();
+});
+
+test("request objects: a field of the wrong type is a TypeError naming it, never dropped", () => {
+  const messages = [{ role: "user", content: "hi" }];
+  const cases = [
+    [{ model: 5, messages }, "model: expected a string (or an AI SDK model with a modelId), found a number"],
+    [{ tools: "x", messages }, "tools: expected an array or an object, found a string"],
+    [{ tools: [1, 2, null], messages }, "tools[0]: expected a tool definition object, found a number"],
+    [{ tools: [{ name: "ls" }, null], messages }, "tools[1]: expected a tool definition object, found null"],
+    [{ tools: { weather: "sunny" }, messages }, 'tools["weather"]: expected a tool definition object, found a string'],
+    [{ tool_choice: 1, messages }, "tool_choice: expected a string or an object, found a number"],
+    // Anthropic's system is a string or an array of blocks; an object is no format's.
+    [{ system: { type: "text", text: "Be brief." }, messages }, "system: expected a string or an array, found an object"],
+  ];
+  for (const [input, message] of cases) {
+    assert.throws(() => countMessages(input), { name: "TypeError", message });
+    assert.throws(() => isWithinLimit(input, 1_000), { name: "TypeError", message });
+  }
+  assert.throws(() => countMessages(messages, { tools: [{ name: "ls" }, undefined] }), {
+    name: "TypeError",
+    message: "options.tools[1]: expected a tool definition object, found null",
+  });
+  assert.throws(() => countMessages(messages, { toolChoice: "sometimes" }), RangeError);
+  // undefined and null are absent.
+  assert.deepEqual(countMessages({ model: undefined, tools: null, system: undefined, messages }), countMessages(messages));
+});
+
+test("request objects: the system prompt counts as a string or text blocks, whatever the messages", () => {
+  const text = "Answer in one short sentence.";
+  const expected = 3 + referenceCount("system") + referenceCount(text);
+  // A call and its result: OpenAI's shape outvotes the system's.
+  const openaiTurns = [
+    { role: "user", content: "list files" },
+    { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "ls", arguments: "{}" } }] },
+    { role: "tool", tool_call_id: "c1", content: "a.txt" },
+  ];
+  for (const system of [text, [{ type: "text", text, cache_control: { type: "ephemeral" } }]]) {
+    for (const messages of [[{ role: "user", content: "hi" }], openaiTurns]) {
+      const count = countMessages({ system, messages });
+      assert.equal(count.system, expected, JSON.stringify(system));
+      assert.equal(count.byRole.system, expected);
+    }
+  }
+});
+
+test("AI SDK tools count as the JSON Schema the provider receives, never Zod's internals", () => {
+  const messages = [{ role: "user", content: "What is the weather in Paris?" }];
+  const schema = z.object({ city: z.string().describe("The city, e.g. Paris"), unit: z.enum(["c", "f"]).optional() });
+  const weather = tool({ description: "Get the weather", inputSchema: schema, execute: async () => "sunny" });
+  // What the AI SDK sends for it.
+  const sent = asSchema(schema).jsonSchema;
+  const asJson = tool({ description: "Get the weather", inputSchema: jsonSchema(sent) });
+  for (const model of ["claude-sonnet-4-5", "gpt-4o", "gemini-2.5-pro"]) {
+    const viaZod = countMessages({ model, tools: { weather }, messages });
+    assert.equal(viaZod.format, "aisdk");
+    assert.equal(viaZod.exact, false);
+    assert.equal(viaZod.tools, countMessages({ model, tools: { weather: asJson }, messages }).tools, model);
+    assert.equal(countMessages(messages, { model, tools: { weather } }).tools, viaZod.tools, model);
+    // The AI SDK 4 name, parameters, holds the same schema.
+    const v4 = { description: "Get the weather", parameters: schema };
+    assert.equal(countMessages(messages, { model, tools: { weather: v4 } }).tools, viaZod.tools, model);
+  }
+  // For Claude: the definition Anthropic receives, and its tool use system prompt.
+  const claude = countMessages(messages, { model: "claude-sonnet-4-5", tools: { weather } });
+  const definition = [{ name: "weather", description: "Get the weather", input_schema: sent }];
+  assert.equal(claude.tools, referenceCount(JSON.stringify(definition)) + 346);
+  // The description, which JSON.stringify of a Zod 4 schema does not show, is counted.
+  const undescribed = tool({ description: "Get the weather", inputSchema: z.object({ city: z.string(), unit: z.enum(["c", "f"]).optional() }) });
+  assert.ok(countMessages(messages, { model: "gpt-4o", tools: { weather: undescribed } }).tools < countMessages(messages, { model: "gpt-4o", tools: { weather } }).tools);
+  // A Zod 3 object shows no properties: an estimate (50 tokens for them), not its internals.
+  const v3 = { description: "Get the weather", parameters: zod3.z.object({ city: zod3.z.string() }) };
+  const hidden = [{ name: "weather", description: "Get the weather", input_schema: { type: "object", $schema: "http://json-schema.org/draft-07/schema#" } }];
+  assert.equal(countMessages(messages, { model: "claude-sonnet-4-5", tools: { weather: v3 } }).tools, referenceCount(JSON.stringify(hidden)) + 50 + 346);
+});
+
+test("Claude with tools: Anthropic's tool use system prompt, by model and tool choice", () => {
+  const tools = [{ name: "read_file", description: "Read a file", input_schema: { type: "object", properties: { path: { type: "string" } } } }];
+  const definitions = referenceCount(JSON.stringify(tools));
+  const messages = [{ role: "user", content: "read a.txt" }];
+  const cases = [
+    ["claude-sonnet-4-5", undefined, 346],
+    ["claude-opus-4-1", { type: "any" }, 313],
+    ["claude-3-5-sonnet-20240620", undefined, 294],
+    ["claude-3-opus-20240229", { type: "tool", name: "read_file" }, 281],
+    ["claude-3-haiku-20240307", { type: "none" }, 264],
+  ];
+  for (const [model, tool_choice, prompt] of cases) {
+    const count = countMessages({ model, tools, tool_choice, messages });
+    assert.equal(count.tools, definitions + prompt, model);
+    assert.equal(count.byKind.overhead, 3 + 3 + referenceCount("user") + count.tools);
+  }
+  // The option wins over the request's; GPT models get no such prompt.
+  assert.equal(countMessages({ model: "claude-sonnet-4-5", tools, tool_choice: { type: "auto" }, messages }, { toolChoice: "required" }).tools, definitions + 313);
+  assert.ok(countMessages({ model: "gpt-4o", tools, messages }).tools < definitions + 50);
+  // generateText's own arguments: the model object (read by its modelId), toolChoice.
+  const args = {
+    model: { specificationVersion: "v2", provider: "anthropic.messages", modelId: "claude-sonnet-4-5", doGenerate() {} },
+    system: "Be brief.",
+    tools: { read_file: tool({ description: "Read a file", inputSchema: jsonSchema(tools[0].input_schema) }) },
+    toolChoice: "required",
+    messages,
+  };
+  const count = countMessages(args);
+  assert.equal(count.model.name, "claude-sonnet-4");
+  assert.equal(count.format, "aisdk");
+  assert.equal(count.system, 3 + referenceCount("system") + referenceCount("Be brief."));
+  assert.equal(count.tools, referenceCount(JSON.stringify([{ name: "read_file", description: "Read a file", input_schema: tools[0].input_schema }])) + 313);
 });

@@ -57,6 +57,8 @@ import {
 const history = [{ role: "user", content: "hello" }];
 const models: ModelEntries = { "my-llm": { contextWindow: 32_000, encoding: "cl100k_base", framing: { perMessage: 4 } } };
 const countOptions: CountMessagesOptions = { model: "my-llm", models, tools: [], format: "ai-sdk" };
+const forced: CountMessagesOptions = { tools: { weather: { description: "d" } }, toolChoice: { type: "tool", toolName: "weather" } };
+countMessages(history, { ...forced, toolChoice: "required" });
 const counted: MessagesCount = countMessages(history, countOptions);
 const images: number = counted.byKind.images;
 const userTokens: number | undefined = counted.byRole.user;
@@ -71,6 +73,8 @@ clearCalibration();
 isWithinLimit(history, "1000");
 // @ts-expect-error: only the known encodings are accepted in a model entry
 modelInfo("x", { models: { x: { encoding: "p50k_base" } } });
+// @ts-expect-error: a tool choice is one of the known names or an object with a type
+countMessages(history, { toolChoice: "sometimes" });
 // @ts-expect-error: calibrate needs the reported input tokens
 calibrate({ model: "claude-sonnet-4-5" });
 void [counted, images, userTokens, fits, contextWindow, calibration];
