@@ -253,30 +253,14 @@ const fn openai(
     }
 }
 
-const fn claude(
-    name: &'static str,
-    context_window: u32,
-    max_output: u32,
-    images: ImageRule,
-) -> Entry {
-    Entry {
-        name,
-        provider: Anthropic,
-        context_window,
-        max_output,
-        encoding: O200K,
-        exact: false,
-        images,
-    }
-}
-
 /// A model with no public tokenizer, counted with the closest public encoding.
-const fn open(
+const fn approximate(
     name: &'static str,
     provider: Provider,
     context_window: u32,
     max_output: u32,
     encoding: Encoding,
+    images: ImageRule,
 ) -> Entry {
     Entry {
         name,
@@ -285,25 +269,34 @@ const fn open(
         max_output,
         encoding,
         exact: false,
-        images: image_rule(provider),
+        images,
     }
 }
 
-const fn gemini(
+const fn claude(name: &'static str, window: u32, max_output: u32, images: ImageRule) -> Entry {
+    approximate(name, Anthropic, window, max_output, O200K, images)
+}
+
+const fn gemini(name: &'static str, window: u32, max_output: u32, images: ImageRule) -> Entry {
+    approximate(name, Google, window, max_output, O200K, images)
+}
+
+/// An open model, with its provider's image rule.
+const fn open(
     name: &'static str,
-    context_window: u32,
+    provider: Provider,
+    window: u32,
     max_output: u32,
-    images: ImageRule,
+    encoding: Encoding,
 ) -> Entry {
-    Entry {
+    approximate(
         name,
-        provider: Google,
-        context_window,
+        provider,
+        window,
         max_output,
-        encoding: O200K,
-        exact: false,
-        images,
-    }
+        encoding,
+        image_rule(provider),
+    )
 }
 
 const M: u32 = 1_048_576;

@@ -393,7 +393,14 @@ fn close_objects(schema: &mut Value, depth: usize) {
 /// AI SDK's `jsonSchema()` wrapper: JSON shows a Zod schema's internals, without its
 /// descriptions, and the core could only estimate the schema from those.
 fn resolve_tools_of(js: &JsValue, value: &mut Value) {
-    let Some(tools) = value.get_mut("tools") else {
+    if let Value::Object(obj) = value {
+        resolve_tools_in(js, obj);
+    }
+}
+
+/// [`resolve_tools_of`] for an object already known to be one.
+fn resolve_tools_in(js: &JsValue, obj: &mut Map<String, Value>) {
+    let Some(tools) = obj.get_mut("tools") else {
         return;
     };
     let Ok(js_tools) = js_sys::Reflect::get(js, &"tools".into()) else {
@@ -412,9 +419,9 @@ fn resolve_tools_of(js: &JsValue, value: &mut Value) {
     };
     for (key, entry) in entries {
         let Value::Object(def) = entry else { continue };
-        let Some(field) = ["inputSchema", "parameters", "input_schema"]
-            .into_iter()
-            .find(|field| def.contains_key(*field))
+        // NOTE: the schema the core will read: the first of its keys that holds one.
+        let Some(field) = (counting::SCHEMA_KEYS.into_iter())
+            .find(|field| def.get(*field).is_some_and(|v| !v.is_null()))
         else {
             continue;
         };
@@ -542,12 +549,9 @@ fn split(messages: &JsValue) -> Result<Option<Parts>, ArgumentError> {
     match walk::read(messages, Some("messages"))
         .map_err(|e| ArgumentError::not_json("messages", e))?
     {
-        Some(mut envelope @ Value::Object(_)) => {
-            resolve_tools_of(messages, &mut envelope);
-            match envelope {
-                Value::Object(envelope) => Ok(Some((list.unchecked_into(), Some(envelope)))),
-                _ => Ok(None),
-            }
+        Some(Value::Object(mut envelope)) => {
+            resolve_tools_in(messages, &mut envelope);
+            Ok(Some((list.unchecked_into(), Some(envelope))))
         }
         _ => Ok(None),
     }

@@ -69,12 +69,7 @@ pub fn image_tokens(rule: ImageRule, part: &Value) -> (u64, bool) {
 /// assert_eq!(tile_tokens(2048, 4096, 85, 170), 1105);
 /// ```
 pub fn tile_tokens(width: u32, height: u32, base: u32, per_tile: u32) -> u64 {
-    let (mut w, mut h) = (f64::from(width.max(1)), f64::from(height.max(1)));
-    let longest = w.max(h);
-    if longest > 2048.0 {
-        w = w * 2048.0 / longest;
-        h = h * 2048.0 / longest;
-    }
+    let (mut w, mut h) = fit_long_side(width, height, 2048.0);
     let shortest = w.min(h);
     if shortest > 768.0 {
         w = w * 768.0 / shortest;
@@ -83,6 +78,18 @@ pub fn tile_tokens(width: u32, height: u32, base: u32, per_tile: u32) -> u64 {
     // NOTE: `as` from f64 saturates; the values here are at most 2048 / 512.
     let tiles = (w / 512.0).ceil() as u64 * (h / 512.0).ceil() as u64;
     u64::from(base) + u64::from(per_tile) * tiles
+}
+
+/// The image's sides (each at least 1) scaled down, aspect kept, so that the longer is at
+/// most `max_side`.
+fn fit_long_side(width: u32, height: u32, max_side: f64) -> (f64, f64) {
+    let (w, h) = (f64::from(width.max(1)), f64::from(height.max(1)));
+    let longest = w.max(h);
+    if longest > max_side {
+        (w * max_side / longest, h * max_side / longest)
+    } else {
+        (w, h)
+    }
 }
 
 /// How many `size` x `size` patches cover an image, after fitting its long side in
@@ -106,14 +113,8 @@ pub fn patch_count(
 ) -> u64 {
     let side = f64::from(size.max(1));
     let budget = f64::from(max_patches.max(1));
-    let (mut w, mut h) = (f64::from(width.max(1)), f64::from(height.max(1)));
-    if let Some(max_side) = max_side.filter(|&m| m > 0).map(f64::from) {
-        let longest = w.max(h);
-        if longest > max_side {
-            w = w * max_side / longest;
-            h = h * max_side / longest;
-        }
-    }
+    let max_side = max_side.filter(|&m| m > 0).map_or(f64::INFINITY, f64::from);
+    let (mut w, mut h) = fit_long_side(width, height, max_side);
     // A patch count along one side: rounded up, less a hair of float error (33.000000001 is
     // 33 patches, not 34), and at least one.
     let across = |pixels: f64| (pixels / side - 1e-9).ceil().max(1.0);
@@ -158,13 +159,9 @@ pub fn crop_tokens(width: u32, height: u32, per_tile: u32) -> u64 {
 /// assert_eq!(area_tokens(1092, 1092, 750, 1568), 1590);
 /// ```
 pub fn area_tokens(width: u32, height: u32, divisor: u32, max_side: u32) -> u64 {
-    let (mut w, mut h) = (f64::from(width.max(1)), f64::from(height.max(1)));
-    let longest = w.max(h);
-    let max_side = f64::from(max_side.max(1));
-    if longest > max_side {
-        w = (w * max_side / longest).round().max(1.0);
-        h = (h * max_side / longest).round().max(1.0);
-    }
+    let (w, h) = fit_long_side(width, height, f64::from(max_side.max(1)));
+    // NOTE: the provider resizes to whole pixels (a side kept whole stays as it was).
+    let (w, h) = (w.round().max(1.0), h.round().max(1.0));
     let tokens = (w * h / f64::from(divisor.max(1))).ceil() as u64;
     tokens.clamp(1, AREA_MAX_TOKENS)
 }

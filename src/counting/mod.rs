@@ -69,7 +69,7 @@ pub use options::{
     model_info_with, CountMessagesOptions, ModelOverride, ModelOverrides, OptionsError,
 };
 pub use tally::{ByKind, Tally, REDACTED_CHARS_PER_TOKEN, TOOL_CALL_FRAMING};
-pub use tools::{anthropic_tool_prompt, ToolChoice};
+pub use tools::{anthropic_tool_prompt, ToolChoice, SCHEMA_KEYS};
 pub use zod::OPAQUE_OBJECT_TOKENS;
 
 use crate::count::{CountError, Encoding};
@@ -660,11 +660,11 @@ pub fn calibrate_usage(usage: &Value) -> Result<Calibration, CountMessagesError>
     };
     // NOTE: `null` is absent for an optional field; JS hands `NaN` and the infinities over as
     // `null`, and the bindings name those before they get here.
-    let tokens = |key: &str, required: bool| -> Result<Option<u64>, OptionsError> {
-        match obj.get(key).filter(|v| required || !v.is_null()) {
-            None if !required => Ok(None),
-            v => v.and_then(Value::as_u64).map(Some).ok_or_else(|| {
-                options::wrong(format!("usage.{key}"), "a whole number of tokens", v)
+    let tokens = |key: &str| -> Result<Option<u64>, OptionsError> {
+        match obj.get(key).filter(|v| !v.is_null()) {
+            None => Ok(None),
+            Some(v) => v.as_u64().map(Some).ok_or_else(|| {
+                options::wrong(format!("usage.{key}"), "a whole number of tokens", Some(v))
             }),
         }
     };
@@ -672,8 +672,10 @@ pub fn calibrate_usage(usage: &Value) -> Result<Calibration, CountMessagesError>
         Some(Value::String(model)) => model.clone(),
         other => return Err(options::wrong("usage.model", "a string", other).into()),
     };
-    let actual = tokens("inputTokens", true)?
-        .ok_or_else(|| options::wrong("usage.inputTokens", "a whole number of tokens", None))?;
+    let actual = tokens("inputTokens")?.ok_or_else(|| {
+        let found = obj.get("inputTokens");
+        options::wrong("usage.inputTokens", "a whole number of tokens", found)
+    })?;
     if actual == 0 {
         // No request has no input; a 0 is a usage field read wrong, and would halve counts.
         return Err(OptionsError::OutOfRange {
@@ -689,7 +691,7 @@ pub fn calibrate_usage(usage: &Value) -> Result<Calibration, CountMessagesError>
         bag.shift_remove(key);
     }
     let options = CountMessagesOptions::from_value(&Value::Object(bag)).map_err(in_usage)?;
-    let estimated = match (tokens("estimated", false)?, messages) {
+    let estimated = match (tokens("estimated")?, messages) {
         (Some(estimated), _) => estimated,
         (None, Some(messages)) => {
             let conv =

@@ -115,13 +115,9 @@ const ANTHROPIC_TOOL_PROMPT: &[(&str, u64, u64)] = &[
 /// assert_eq!(anthropic_tool_prompt("anthropic.claude-3-5-sonnet-20240620-v1:0", ToolChoice::Auto), 294);
 /// ```
 pub fn anthropic_tool_prompt(model: &str, choice: ToolChoice) -> u64 {
-    // NOTE: Bedrock prefixes the name (`us.anthropic.claude-...`) and Vertex writes the date
-    // after an `@` (`claude-3-5-sonnet@20240620`).
+    // NOTE: `normalize` drops Bedrock's prefixes (`us.anthropic.claude-...`); Vertex writes
+    // the date after an `@` (`claude-3-5-sonnet@20240620`), the table after a `-`.
     let name = normalize(model).replace('@', "-");
-    let name = name
-        .find("claude")
-        .and_then(|at| name.get(at..))
-        .unwrap_or(&name);
     let row = ANTHROPIC_TOOL_PROMPT
         .iter()
         .find(|(prefix, ..)| name.starts_with(prefix));
@@ -187,7 +183,9 @@ pub(crate) struct Tool<'a> {
     wrapper: Option<&'a Map<String, Value>>,
 }
 
-const SCHEMA_KEYS: [&str; 3] = ["parameters", "input_schema", "inputSchema"];
+/// Where a definition holds its input schema: OpenAI, Anthropic, the AI SDK; the first present
+/// one is read.
+pub const SCHEMA_KEYS: [&str; 3] = ["parameters", "input_schema", "inputSchema"];
 
 fn schema_of(value: &Value) -> Schema<'_> {
     match value {

@@ -50,11 +50,6 @@ struct Reader {
     opaque: u64,
 }
 
-/// A field of a Zod definition.
-fn field<'a>(def: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
-    def.get(key)
-}
-
 fn str_field<'a>(def: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
     def.get(key).and_then(Value::as_str)
 }
@@ -94,7 +89,7 @@ impl Reader {
 
     /// Zod 4: `def.type` names the kind; wrappers hold `innerType`.
     fn zod4(&mut self, def: &Map<String, Value>, depth: usize) -> Value {
-        let inner = |key: &str| field(def, key);
+        let inner = |key: &str| def.get(key);
         match str_field(def, "type").unwrap_or("") {
             "string" => match str_field(def, "format") {
                 Some(format) => json!({"type": "string", "format": format}),
@@ -128,16 +123,10 @@ impl Reader {
                 self.inner(inner("innerType"), depth)
             }
             "nullable" => nullable(self.inner(inner("innerType"), depth)),
-            "union" => json!({"anyOf": self.list(inner("options"), depth)}),
-            "intersection" => json!({"allOf": [
-                self.inner(inner("left"), depth),
-                self.inner(inner("right"), depth),
-            ]}),
-            "tuple" => json!({"type": "array", "prefixItems": self.list(inner("items"), depth)}),
-            "record" => json!({
-                "type": "object",
-                "additionalProperties": self.inner(inner("valueType"), depth),
-            }),
+            "union" => self.union(def, depth),
+            "intersection" => self.intersection(def, depth),
+            "tuple" => self.tuple(def, depth),
+            "record" => self.record(def, depth),
             "pipe" => self.inner(inner("in"), depth),
             _ => json!({}),
         }
@@ -151,7 +140,7 @@ impl Reader {
         def: &Map<String, Value>,
         depth: usize,
     ) -> Value {
-        let inner = |key: &str| field(def, key);
+        let inner = |key: &str| def.get(key);
         match str_field(def, "typeName").unwrap_or("") {
             "ZodString" => json!({"type": "string"}),
             "ZodNumber" => json!({"type": "number"}),
@@ -195,22 +184,37 @@ impl Reader {
             }
             "ZodBranded" => self.inner(inner("type"), depth),
             "ZodNullable" => nullable(self.inner(inner("innerType"), depth)),
-            "ZodUnion" | "ZodDiscriminatedUnion" => {
-                json!({"anyOf": self.list(inner("options"), depth)})
-            }
-            "ZodIntersection" => json!({"allOf": [
-                self.inner(inner("left"), depth),
-                self.inner(inner("right"), depth),
-            ]}),
-            "ZodTuple" => json!({"type": "array", "prefixItems": self.list(inner("items"), depth)}),
-            "ZodRecord" => json!({
-                "type": "object",
-                "additionalProperties": self.inner(inner("valueType"), depth),
-            }),
+            "ZodUnion" | "ZodDiscriminatedUnion" => self.union(def, depth),
+            "ZodIntersection" => self.intersection(def, depth),
+            "ZodTuple" => self.tuple(def, depth),
+            "ZodRecord" => self.record(def, depth),
             "ZodEffects" => self.inner(inner("schema"), depth),
             "ZodPipeline" => self.inner(inner("in"), depth),
             _ => json!({}),
         }
+    }
+
+    // NOTE: Zod 3 and 4 name the parts of these four kinds alike.
+    fn union(&mut self, def: &Map<String, Value>, depth: usize) -> Value {
+        json!({"anyOf": self.list(def.get("options"), depth)})
+    }
+
+    fn intersection(&mut self, def: &Map<String, Value>, depth: usize) -> Value {
+        json!({"allOf": [
+            self.inner(def.get("left"), depth),
+            self.inner(def.get("right"), depth),
+        ]})
+    }
+
+    fn tuple(&mut self, def: &Map<String, Value>, depth: usize) -> Value {
+        json!({"type": "array", "prefixItems": self.list(def.get("items"), depth)})
+    }
+
+    fn record(&mut self, def: &Map<String, Value>, depth: usize) -> Value {
+        json!({
+            "type": "object",
+            "additionalProperties": self.inner(def.get("valueType"), depth),
+        })
     }
 
     fn inner(&mut self, schema: Option<&Value>, depth: usize) -> Value {

@@ -580,24 +580,22 @@ fn block_segment(item: &Value) -> Segment<'_> {
 /// The result a `UIMessage` tool part holds, as `convertToModelMessages` sends it: the output
 /// (text when a string, else JSON), the error text, or the reason a call was denied.
 fn ui_tool_output<'a>(raw: &'a Value, out: &mut Vec<Segment<'a>>) {
-    match raw.get("state").and_then(Value::as_str) {
-        Some("output-available") => match raw.get("output") {
-            Some(Value::String(s)) => out.push(Segment::Text(s)),
-            Some(Value::Null) | None => {}
-            Some(other) => out.push(Segment::Json(other)),
-        },
-        Some("output-error") => match raw.get("errorText") {
-            Some(Value::String(s)) => out.push(Segment::Text(s)),
-            Some(Value::Null) | None => {}
-            Some(other) => out.push(Segment::Json(other)),
-        },
+    let held = match raw.get("state").and_then(Value::as_str) {
+        Some("output-available") => raw.get("output"),
+        Some("output-error") => raw.get("errorText"),
         Some("output-denied") => {
             let reason = (raw.get("approval"))
                 .and_then(|a| a.get("reason"))
                 .and_then(Value::as_str);
             out.push(Segment::Text(reason.unwrap_or("Tool execution denied.")));
+            return;
         }
-        _ => {}
+        _ => None,
+    };
+    match held {
+        Some(Value::String(s)) => out.push(Segment::Text(s)),
+        Some(Value::Null) | None => {}
+        Some(other) => out.push(Segment::Json(other)),
     }
 }
 

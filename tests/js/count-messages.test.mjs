@@ -361,7 +361,7 @@ test("model names resolve as hosts and routers write them", () => {
   assert.equal(countTokens("hi", { model: "llama3.1" }), referenceCount("hi", "cl100k_base"));
 });
 
-test("calibrate refuses a reported 0 and documents Anthropic's cached input", () => {
+test("calibrate refuses a reported 0, whatever it estimated", () => {
   assert.throws(
     () => calibrate({ model: "claude-sonnet-4-5", inputTokens: 0, estimated: 100 }),
     (e) => e instanceof RangeError && e.message === "usage.inputTokens: expected a positive number of tokens, found 0",
