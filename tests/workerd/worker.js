@@ -4,6 +4,9 @@ import { countTokens, estimateTokens } from "context-keeper";
 import * as o200k from "context-keeper/o200k";
 import * as cl100k from "context-keeper/cl100k";
 import * as lite from "context-keeper/lite";
+import { handleStores } from "./stores.js";
+
+export { SqliteSuite, KvBackedSuite } from "./stores.js";
 
 const entries = { o200k, cl100k, lite };
 
@@ -26,8 +29,9 @@ function countWith(entry, text) {
 }
 
 export default {
-  async fetch(request) {
+  async fetch(request, env) {
     const url = new URL(request.url);
+    if (url.pathname.startsWith("/stores/")) return handleStores(request, env);
     const text = request.method === "POST" ? await request.text() : url.searchParams.get("text") ?? "";
     const entry = entries[url.pathname.slice(1)];
     if (entry) return Response.json(countWith(entry, text));

@@ -3,59 +3,18 @@
 // with npm tiktoken, then stop wrangler by its own process group.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { createServer } from "node:net";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { referenceCount, texts, sampleTexts } from "../js/reference.mjs";
+import { startWrangler } from "./wrangler.mjs";
 
-const here = dirname(fileURLToPath(import.meta.url));
-const wrangler = join(here, "..", "..", "node_modules", ".bin", "wrangler");
-
-/** A free TCP port on loopback. */
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer().once("error", reject).listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-let child, base, output = "";
+let wrangler, base;
 
 before(async () => {
-  const [port, inspector] = [await freePort(), await freePort()];
-  child = spawn(wrangler, ["dev", "--config", join(here, "wrangler.toml"), "--ip", "127.0.0.1",
-    "--port", String(port), "--inspector-port", String(inspector), "--log-level", "info"], {
-    cwd: here,
-    detached: true, // its own process group, so the workerd it starts is stopped with it
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", CI: "true", NO_COLOR: "1" },
-  });
-  child.stdout.on("data", (d) => (output += d));
-  child.stderr.on("data", (d) => (output += d));
-  base = `http://127.0.0.1:${port}/`;
-  const deadline = Date.now() + 90_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`wrangler exited with ${child.exitCode}:\n${output}`);
-    try {
-      const res = await fetch(`${base}?text=ready`);
-      if (res.ok) break;
-    } catch {}
-    if (Date.now() > deadline) throw new Error(`wrangler did not serve within 90 s:\n${output}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
+  wrangler = await startWrangler();
+  base = wrangler.base;
 });
 
 after(async () => {
-  if (child && child.exitCode === null) {
-    const exited = new Promise((resolve) => child.once("exit", resolve));
-    process.kill(-child.pid, "SIGTERM");
-    const timer = setTimeout(() => { try { process.kill(-child.pid, "SIGKILL"); } catch {} }, 5_000);
-    await exited;
-    clearTimeout(timer);
-  }
+  await wrangler?.stop();
 });
 
 async function ask(text, query = "") {
