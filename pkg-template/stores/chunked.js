@@ -285,6 +285,20 @@ function randomGen() {
 
 const isQuota = (err) => /quota|SQLITE_FULL|storage limit|out of space|ENOSPC/i.test(String(err?.message ?? err)) || err?.name === "QuotaExceededError";
 
+/** Checks a constructor's binding: an object with the backend's methods. */
+export function checkBackend(who, what, binding, methods, expected) {
+  if (binding === null || typeof binding !== "object" || methods.some((m) => typeof binding[m] !== "function")) {
+    throw new TypeError(`${who}: ${what}: expected ${expected}`);
+  }
+}
+
+/** Checks the `maxValueBytes` option: absent, or a positive integer. */
+export function checkMaxValueBytes(who, value) {
+  if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) {
+    throw new TypeError(`${who}: maxValueBytes: expected a positive integer, found ${value}`);
+  }
+}
+
 /** Reads a manifest written by this layer from JSON bytes (Workers KV keeps values as bytes). */
 export function parseManifest(bytes) {
   try {

@@ -2,7 +2,7 @@
 // limit (128 KiB on KV-backed objects, 2 MB on SQLite-backed ones) are chunked with a manifest
 // written last (chunked.js); every call carries at most 128 keys; `loadRange` pages through
 // `list({ prefix })`.
-import { ChunkedStore } from "./chunked.js";
+import { ChunkedStore, checkBackend, checkMaxValueBytes } from "./chunked.js";
 
 /** KV-backed Durable Objects take values of 128 KiB (131,072 bytes, serialized); keep room for the serialization's header. */
 const KV_BACKED_CHUNK = 128 * 1024 - 1024;
@@ -16,12 +16,8 @@ export class DurableObjectStore extends ChunkedStore {
    *   backend's limit, found from whether the object is SQLite-backed
    */
   constructor(storage, { maxValueBytes } = {}) {
-    if (storage === null || typeof storage !== "object" || ["get", "put", "delete", "list"].some((m) => typeof storage[m] !== "function")) {
-      throw new TypeError("DurableObjectStore: storage: expected a Durable Object's storage (ctx.storage)");
-    }
-    if (maxValueBytes !== undefined && !(Number.isSafeInteger(maxValueBytes) && maxValueBytes > 0)) {
-      throw new TypeError(`DurableObjectStore: maxValueBytes: expected a positive integer, found ${maxValueBytes}`);
-    }
+    checkBackend("DurableObjectStore", "storage", storage, ["get", "put", "delete", "list"], "a Durable Object's storage (ctx.storage)");
+    checkMaxValueBytes("DurableObjectStore", maxValueBytes);
     super({
       label: "Durable Object storage",
       handle: storage,

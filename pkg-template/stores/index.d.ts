@@ -73,13 +73,9 @@ export function saveJSON(store: Store, key: StorageKey, value: unknown): Promise
 export function loadJSON<T = unknown>(store: Store, key: StorageKey): Promise<T | undefined>;
 
 /** Values in memory, copied on save and on load; `loadRange` in the order keys were first saved. */
-export class MemoryStore implements Store {
+export interface MemoryStore extends Store {}
+export class MemoryStore {
   constructor();
-  load(key: StorageKey): Promise<Uint8Array | undefined>;
-  save(key: StorageKey, data: Uint8Array): Promise<void>;
-  remove(key: StorageKey): Promise<void>;
-  loadRange(prefix: StorageKey): Promise<Chunk[]>;
-  removeRange(prefix: StorageKey): Promise<void>;
   /** How many values it holds, and their bytes. */
   readonly size: { values: number; bytes: number };
 }
@@ -88,7 +84,8 @@ export class MemoryStore implements Store {
  * Routes each key to the store of the longest route that is a prefix of it, the rest to
  * `fallback`: `new RoutingStore({ routes: { memories: persistent }, fallback: perSession })`.
  */
-export class RoutingStore implements Store {
+export interface RoutingStore extends Store {}
+export class RoutingStore {
   constructor(options: {
     /** `{ name: store }` routes keys whose first component is `name`; a list routes any prefix. */
     routes?: Record<string, Store> | Array<{ prefix: StorageKey; store: Store }>;
@@ -96,11 +93,6 @@ export class RoutingStore implements Store {
   });
   /** The store a key is kept in. */
   storeFor(key: StorageKey): Store;
-  load(key: StorageKey): Promise<Uint8Array | undefined>;
-  save(key: StorageKey, data: Uint8Array): Promise<void>;
-  remove(key: StorageKey): Promise<void>;
-  loadRange(prefix: StorageKey): Promise<Chunk[]>;
-  removeRange(prefix: StorageKey): Promise<void>;
   /** Closes every store it routes to. */
   close(): Promise<void>;
 }
@@ -110,7 +102,8 @@ export class RoutingStore implements Store {
  * error and abort rejects (out of quota: StoreQuotaError); another tab's upgrade closes this
  * connection, and the next call reopens it.
  */
-export class IndexedDBStore implements Store {
+export interface IndexedDBStore extends Store {}
+export class IndexedDBStore {
   constructor(options?: {
     /** The database; default "context-keeper". */
     name?: string;
@@ -125,11 +118,6 @@ export class IndexedDBStore implements Store {
     /** How long an open may wait for another tab to close for an upgrade; default 10,000 ms. */
     blockedTimeoutMs?: number;
   });
-  load(key: StorageKey): Promise<Uint8Array | undefined>;
-  save(key: StorageKey, data: Uint8Array): Promise<void>;
-  remove(key: StorageKey): Promise<void>;
-  loadRange(prefix: StorageKey): Promise<Chunk[]>;
-  removeRange(prefix: StorageKey): Promise<void>;
   /** Closes the connection; later calls reject with a StoreError of kind "closed". */
   close(): Promise<void>;
 }
@@ -148,13 +136,9 @@ export interface DurableObjectStorageLike {
  * SQLite-backed) are written as chunks and then a manifest, so a torn write is never read as
  * a whole value.
  */
-export class DurableObjectStore implements Store {
+export interface DurableObjectStore extends Store {}
+export class DurableObjectStore {
   constructor(storage: DurableObjectStorageLike, options?: { maxValueBytes?: number });
-  load(key: StorageKey): Promise<Uint8Array | undefined>;
-  save(key: StorageKey, data: Uint8Array): Promise<void>;
-  remove(key: StorageKey): Promise<void>;
-  loadRange(prefix: StorageKey): Promise<Chunk[]>;
-  removeRange(prefix: StorageKey): Promise<void>;
 }
 
 /** The parts of a Workers KV binding the store uses. */
@@ -171,13 +155,9 @@ export interface KVNamespaceLike {
  * it. Long key components are hashed (the key is kept in the value's manifest); values over
  * 25 MiB are chunked.
  */
-export class KVStore implements Store {
+export interface KVStore extends Store {}
+export class KVStore {
   constructor(namespace: KVNamespaceLike, options?: { maxValueBytes?: number });
-  load(key: StorageKey): Promise<Uint8Array | undefined>;
-  save(key: StorageKey, data: Uint8Array): Promise<void>;
-  remove(key: StorageKey): Promise<void>;
-  loadRange(prefix: StorageKey): Promise<Chunk[]>;
-  removeRange(prefix: StorageKey): Promise<void>;
 }
 
 /**
@@ -185,13 +165,9 @@ export class KVStore implements Store {
  * into place. Every key component is escaped, so no key reaches outside `dir`. Elsewhere the
  * constructor throws.
  */
-export class FileSystemStore implements Store {
+export interface FileSystemStore extends Store {}
+export class FileSystemStore {
   constructor(options: { dir: string });
   /** The directory, absolute. */
   readonly dir: string;
-  load(key: StorageKey): Promise<Uint8Array | undefined>;
-  save(key: StorageKey, data: Uint8Array): Promise<void>;
-  remove(key: StorageKey): Promise<void>;
-  loadRange(prefix: StorageKey): Promise<Chunk[]>;
-  removeRange(prefix: StorageKey): Promise<void>;
 }

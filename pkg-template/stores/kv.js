@@ -3,7 +3,7 @@
 // over 25 MiB are chunked, the manifest written last (chunked.js). `loadRange` pages through
 // `list({ prefix, cursor })`. KV is eventually consistent: a read in another location right
 // after a write may see the old value or none (see the README for what it suits).
-import { ChunkedStore, parseManifest } from "./chunked.js";
+import { ChunkedStore, checkBackend, checkMaxValueBytes, parseManifest } from "./chunked.js";
 
 /** Workers KV takes values of up to 25 MiB. */
 const KV_CHUNK = 25 * 1024 * 1024 - 64 * 1024;
@@ -16,12 +16,8 @@ export class KVStore extends ChunkedStore {
    * @param {{ maxValueBytes?: number }} [options] the largest value written whole (25 MiB by default)
    */
   constructor(namespace, { maxValueBytes } = {}) {
-    if (namespace === null || typeof namespace !== "object" || ["get", "getWithMetadata", "put", "delete", "list"].some((m) => typeof namespace[m] !== "function")) {
-      throw new TypeError("KVStore: namespace: expected a Workers KV binding (env.MY_KV)");
-    }
-    if (maxValueBytes !== undefined && !(Number.isSafeInteger(maxValueBytes) && maxValueBytes > 0)) {
-      throw new TypeError(`KVStore: maxValueBytes: expected a positive integer, found ${maxValueBytes}`);
-    }
+    checkBackend("KVStore", "namespace", namespace, ["get", "getWithMetadata", "put", "delete", "list"], "a Workers KV binding (env.MY_KV)");
+    checkMaxValueBytes("KVStore", maxValueBytes);
     super({
       label: "Workers KV",
       handle: namespace,
