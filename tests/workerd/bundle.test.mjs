@@ -15,12 +15,15 @@ const wrangler = join(root, "node_modules", ".bin", "wrangler");
 // NOTE: inside tests/workerd, so that wrangler resolves "context-keeper" from node_modules.
 const dir = mkdtempSync(join(here, ".bundle-"));
 after(() => rmSync(dir, { recursive: true, force: true }));
+// A config of its own: tests/workerd/wrangler.toml binds Durable Objects these Workers do not export.
+const config = join(dir, "wrangler.toml");
+writeFileSync(config, 'name = "ck-bundle"\ncompatibility_date = "2026-04-01"\n');
 
 /** The files wrangler would upload for a Worker that imports `specifier` and calls `call`. */
 function bundle(name, specifier, call) {
   writeFileSync(join(dir, `${name}.js`), `import * as ck from "${specifier}";\nexport default { fetch: async (req) => Response.json(${call}) };\n`);
   const outdir = join(dir, `${name}-out`);
-  execFileSync(wrangler, ["deploy", "--dry-run", "--outdir", outdir, "--name", `ck-${name}`,
+  execFileSync(wrangler, ["deploy", "--dry-run", "--config", config, "--outdir", outdir, "--name", `ck-${name}`,
     "--compatibility-date", "2026-04-01", join(dir, `${name}.js`)], {
     cwd: dir, stdio: ["ignore", "pipe", "pipe"],
     env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", CI: "true", NO_COLOR: "1" },

@@ -1,11 +1,12 @@
 // The stores inside workerd, over the real bindings of `wrangler dev`: the shared suite runs in
 // a SQLite-backed and a KV-backed Durable Object (DurableObjectStore over `ctx.storage`) and
 // over a Workers KV namespace (KVStore), and a value written before a restart of wrangler is
-// read after it. Routes (all POST): /stores/{sqlite,kv-backed}/{suite,write,read,probe} and
-// /stores/kv/{suite,write,read}.
+// read after it. Routes (all POST): /stores/{sqlite,kv-backed}/{suite,write,read,probe,bench} and
+// /stores/kv/{suite,write,read}; `bench` runs bench/stores-timing.mjs (for bench/stores.mjs).
 import { DurableObject } from "cloudflare:workers";
 import { DurableObjectStore, KVStore, saveText, loadText } from "context-keeper/stores";
 import { runStoreTests } from "context-keeper/testing";
+import { timeStore } from "../../bench/stores-timing.mjs";
 
 /** The key and text written before a restart and read after it. */
 const PERSIST_KEY = ["context-keeper", "../../session", "offload", "x".repeat(3000)];
@@ -49,6 +50,10 @@ class SuiteObject extends DurableObject {
       return json({ ok: true });
     }
     if (action === "read") return json({ same: (await loadText(store, PERSIST_KEY)) === persistText() });
+    if (action === "bench") {
+      await storage.deleteAll();
+      return json(await timeStore(store));
+    }
     if (action === "probe") {
       // What a 1 MB value becomes in the backend: how many chunk entries beside its manifest.
       await storage.deleteAll();
@@ -91,6 +96,10 @@ export async function handleStores(request, env) {
       return json({ ok: true, names: (await kv.list()).keys.map((k) => k.name.length) });
     }
     if (action === "read") return json({ same: (await loadText(store, PERSIST_KEY)) === persistText() });
+    if (action === "bench") {
+      await clearKV(kv);
+      return json(await timeStore(store));
+    }
   }
   return new Response("unknown route", { status: 404 });
 }
