@@ -99,11 +99,21 @@ export class ChunkedStore {
       } else {
         await this.#call("save", key, () => b.put([{ name, data: bytes }]));
       }
-      if (previous?.manifest !== undefined && previous.manifest.gen !== gen) {
-        // The old chunks are unreachable now; failing to delete them loses nothing.
-        await this.#deleteChunks(name, previous.manifest).catch(() => {});
+      if (gen !== undefined || previous?.manifest !== undefined) {
+        // Every other chunk under the name is unreachable now: the previous value's and any a
+        // save that died left. Failing to delete them loses nothing.
+        await this.#deleteStaleChunks(name, gen).catch(() => {});
       }
     });
+  }
+
+  /** Deletes the chunks under `name` of every generation but `keep`. */
+  async #deleteStaleChunks(name, keep) {
+    const stale = [];
+    for await (const page of this.#backend.list(`${name}#`)) {
+      for (const { name: chunk } of page) if (keep === undefined || !chunk.startsWith(`${name}#${keep}.`)) stale.push(chunk);
+    }
+    await this.#deleteAll(stale);
   }
 
   async remove(key) {
@@ -112,9 +122,7 @@ export class ChunkedStore {
     await this.#locked(name, async () => {
       await this.#call("remove", key, () => this.#backend.delete([name]));
       // Every chunk under the name, including those of saves that died half-way.
-      const chunks = [];
-      for await (const page of this.#backend.list(`${name}#`)) chunks.push(...page.map((e) => e.name));
-      await this.#call("remove", key, () => this.#deleteAll(chunks));
+      await this.#call("remove", key, () => this.#deleteStaleChunks(name, undefined));
     });
   }
 
@@ -220,11 +228,6 @@ export class ChunkedStore {
     for (let i = 0; i < names.length; i += this.#backend.batch) {
       await this.#backend.delete(names.slice(i, i + this.#backend.batch));
     }
-  }
-
-  async #deleteChunks(name, manifest) {
-    if (!isManifest(manifest)) return;
-    await this.#deleteAll(Array.from({ length: manifest.chunks }, (_, i) => chunkName(name, manifest.gen, i)));
   }
 
   /** Runs `fn` after every earlier operation on `name` through any store over this binding. */

@@ -296,6 +296,20 @@ describe("chunked stores (Durable Object, KV)", () => {
     assert.ok([...storage.map.keys()].every((k) => !k.includes("#") || k.includes(`#${oldGen}.`)), "chunks of the failed save remain");
   });
 
+  test("chunks a crashed save left behind go with the next chunked save, or a plain save over a chunked value", async () => {
+    const storage = new FakeDurableStorage();
+    const store = new DurableObjectStore(storage);
+    const chunkNames = () => [...storage.map.keys()].filter((k) => k.includes("#"));
+    storage.map.set("k/#deadbeef.0", new Uint8Array(10)); // a save that died before its manifest
+    await store.save(["k"], bytes(300_000, 5));
+    assert.equal(chunkNames().length, 3);
+    assert.ok(chunkNames().every((k) => !k.includes("deadbeef")));
+    storage.map.set("k/#deadbeef.0", new Uint8Array(10));
+    await store.save(["k"], Uint8Array.of(1));
+    assert.deepEqual(chunkNames(), []);
+    assert.deepEqual(await store.load(["k"]), Uint8Array.of(1));
+  });
+
   test("a manifest whose chunks are missing is an inconsistent-kind StoreError, never part of a value", async () => {
     const storage = new FakeDurableStorage();
     const store = new DurableObjectStore(storage);
