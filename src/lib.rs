@@ -27,6 +27,7 @@
 )]
 
 pub mod bpe;
+pub mod context;
 pub mod count;
 pub mod counting;
 pub mod estimate;

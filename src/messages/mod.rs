@@ -46,7 +46,7 @@ pub use compaction::{CompactionMarker, COMPACTION_TAG};
 pub use detect::{detect_format, FormatVotes};
 pub use error::{ParseError, ParseErrorKind};
 pub use model::{
-    Conversation, EditError, Format, Message, Part, PartKind, Role, Segment, ToolInput,
+    Conversation, EditError, Format, Message, Part, PartKind, ResultShape, Role, Segment, ToolInput,
 };
 pub use pairing::{
     pair_tools, DuplicateCall, PairingGraph, PartRef, StrayReason, StrayResult, ToolExchange,

@@ -167,6 +167,18 @@ pub enum Segment<'a> {
     Media(&'a Value),
 }
 
+/// How a tool result's content is shaped where [`Part::result_slot`] finds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResultShape {
+    /// A string, or an array of content blocks (`{type: "text", text}`, images, files...).
+    Content,
+    /// An AI SDK `ToolResultOutput`: `{type: "text" | "error-text", value: string}`,
+    /// `{type: "json" | "error-json", value}` or `{type: "content", value: [...]}`.
+    Output,
+    /// Any JSON value the model reads serialized (a string is read as text).
+    Plain,
+}
+
 /// An edit that does not apply to the part it was asked of.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum EditError {
@@ -520,6 +532,57 @@ impl Part {
             }
         }
         Ok(())
+    }
+
+    /// Where a tool result's content lives in this part, and how it is shaped: the one place
+    /// that knows, per format, which field the model reads as the result. `None` for parts
+    /// that hold no result (and for a `UIMessage` tool part without one, or denied, whose
+    /// result is a fixed sentence).
+    ///
+    /// - OpenAI `tool` messages and Anthropic `tool_result` blocks: `content`, a string or
+    ///   content blocks ([`ResultShape::Content`]).
+    /// - AI SDK `tool-result` parts: `output` ([`ResultShape::Output`]); v4's
+    ///   `experimental_content` when present (what the provider receives), else `result`
+    ///   ([`ResultShape::Plain`]).
+    /// - AI SDK `UIMessage` tool parts: `output` once available, `errorText` on error
+    ///   ([`ResultShape::Plain`]).
+    pub fn result_slot(&self) -> Option<(ResultShape, &Value)> {
+        let (shape, key) = self.result_key()?;
+        Some((shape, self.raw.get(key)?))
+    }
+
+    /// [`Part::result_slot`], to edit in place. Every other field of the part stays.
+    pub fn result_slot_mut(&mut self) -> Option<(ResultShape, &mut Value)> {
+        let (shape, key) = self.result_key()?;
+        Some((shape, self.raw.get_mut(key)?))
+    }
+
+    fn result_key(&self) -> Option<(ResultShape, &'static str)> {
+        if self.slot == Slot::UiPart && self.kind == PartKind::ToolCall {
+            return match self.raw.get("state").and_then(Value::as_str) {
+                Some("output-available") => Some((ResultShape::Plain, "output")),
+                Some("output-error") => Some((ResultShape::Plain, "errorText")),
+                _ => None,
+            };
+        }
+        if self.kind != PartKind::ToolResult {
+            return None;
+        }
+        match self.format {
+            Format::OpenAi | Format::Anthropic => Some((ResultShape::Content, "content")),
+            Format::AiSdk if self.raw.get("output").is_some() => {
+                Some((ResultShape::Output, "output"))
+            }
+            Format::AiSdk
+                if self
+                    .raw
+                    .get("experimental_content")
+                    .is_some_and(Value::is_array) =>
+            {
+                Some((ResultShape::Content, "experimental_content"))
+            }
+            Format::AiSdk => Some((ResultShape::Plain, "result")),
+        }
     }
 
     /// Changes the id of a tool call, or the id a tool result answers.

@@ -1,0 +1,267 @@
+//! Tier 3, evict tool inputs: the content argument of a file write or edit call is replaced by
+//! a pointer to the path it was written to (the file is where it can be read back); the call,
+//! its id and its other arguments stay. A long result of such a call becomes a short note.
+//!
+//! Tools are named by the host (default `write_file` and `edit_file`): nothing is guessed from
+//! a name alone. A call without a path argument keeps its content, since nothing would say
+//! where to find it. Calls of the latest `keepLastAssistantTurns` turns stay (the model may
+//! still be working on what it just wrote). Evicting its own output changes nothing.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+#[cfg(target_arch = "wasm32")]
+use tsify::Tsify;
+
+use super::result;
+use super::text::{group, line_count, utf16_len};
+use super::{part_mut, Action, Edit, Measure, Original, Report, Turns};
+use crate::messages::{pair_tools, Conversation, PartRef, ToolInput};
+
+/// Options of `evictToolInputs`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(Tsify))]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct EvictOptions {
+    /// The file write/edit tools (names or `*` patterns). Default `write_file`, `edit_file`.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub tools: Vec<String>,
+    /// Tool names (or patterns) never evicted, even when `tools` names them.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub exclude: Vec<String>,
+    /// The arguments that hold written content. Default `content`, `new_text`, `new_string`.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub input_fields: Vec<String>,
+    /// The arguments that name the file, the first present wins. Default `path`, `file_path`,
+    /// `filePath`, `filename`.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub path_fields: Vec<String>,
+    /// Calls of this many latest assistant turns stay. Default 1.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub keep_last_assistant_turns: usize,
+    /// Results of these calls longer than this (UTF-16 code units) become a short note.
+    /// Default 500.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub result_chars: usize,
+    /// The model, for exact token figures. Default: estimated with o200k_base.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub model: Option<String>,
+}
+
+impl Default for EvictOptions {
+    fn default() -> Self {
+        let owned = |names: &[&str]| names.iter().map(|s| (*s).to_owned()).collect();
+        EvictOptions {
+            tools: owned(&["write_file", "edit_file"]),
+            exclude: Vec::new(),
+            input_fields: owned(&["content", "new_text", "new_string"]),
+            path_fields: owned(&["path", "file_path", "filePath", "filename"]),
+            keep_last_assistant_turns: 1,
+            result_chars: 500,
+            model: None,
+        }
+    }
+}
+
+/// An evicted argument's value starts with this.
+pub const EVICTED_PREFIX: &str = "[context-keeper evicted ";
+/// The note an evicted call's long result becomes starts with this.
+pub const RESULT_NOTE: &str = "completed; read the file for its content";
+
+/// A conversation after eviction.
+#[derive(Clone, Debug)]
+pub struct Evicted {
+    /// The conversation.
+    pub conversation: Conversation,
+    /// Indices of the messages that changed.
+    pub edited: Vec<usize>,
+    /// What was done.
+    pub report: Report,
+}
+
+/// A tool call: its place, its result's, its tool name and its id.
+type Call = (PartRef, Option<PartRef>, Option<String>, Option<String>);
+
+/// The pointer that replaces an argument's content.
+pub fn evicted_text(field: &str, content: &str, path: &str) -> String {
+    format!(
+        "{EVICTED_PREFIX}{field}: {} characters, {} lines, written to {path}; read the file for its content]",
+        group(utf16_len(content)),
+        group(line_count(content))
+    )
+}
+
+/// The input object of a call, parsed when it is OpenAI's `arguments` text.
+fn input_object(input: ToolInput<'_>) -> Option<serde_json::Map<String, Value>> {
+    match input {
+        ToolInput::Json(Value::Object(map)) => Some(map.clone()),
+        ToolInput::Json(_) => None,
+        ToolInput::Text(text) => match serde_json::from_str(text) {
+            Ok(Value::Object(map)) => Some(map),
+            _ => None,
+        },
+    }
+}
+
+/// Evicts the written content of file write/edit calls in `conv`.
+pub fn evict(conv: Conversation, options: &EvictOptions) -> Evicted {
+    let measure = Measure::for_model(options.model.as_deref());
+    let turns = Turns::of(&conv);
+    let graph = pair_tools(&conv);
+    let named = |name: &str| {
+        options.tools.iter().any(|p| super::glob(p, name))
+            && !options.exclude.iter().any(|p| super::glob(p, name))
+    };
+    // (call place, field, replacement, edit) and (result place, shape, note, edit)
+    let mut inputs: Vec<(PartRef, String, String, Edit)> = Vec::new();
+    let mut results: Vec<(PartRef, String, Edit)> = Vec::new();
+    let mut calls: Vec<Call> = Vec::new();
+    for exchange in &graph.exchanges {
+        for link in &exchange.calls {
+            calls.push((link.call, link.result, link.name.clone(), link.id.clone()));
+        }
+    }
+    // NOTE: an AI SDK UIMessage tool part is its own result; pairing lists it without one.
+    for (m, message) in conv.messages().iter().enumerate() {
+        for (p, part) in message.parts().iter().enumerate() {
+            let at = PartRef {
+                message: m,
+                part: p,
+            };
+            if part.holds_result() && !calls.iter().any(|c| c.0 == at) {
+                let name = part.tool_name().map(str::to_owned);
+                calls.push((at, Some(at), name, part.call_id().map(str::to_owned)));
+            }
+        }
+    }
+    calls.sort_by_key(|c| c.0);
+    for (call_at, result_at, name, id) in calls {
+        let Some(name) = name.filter(|n| named(n)) else {
+            continue;
+        };
+        if turns.age(call_at) < options.keep_last_assistant_turns {
+            continue;
+        }
+        let Some(part) = conv
+            .messages()
+            .get(call_at.message)
+            .and_then(|m| m.parts().get(call_at.part))
+        else {
+            continue;
+        };
+        let Some(input) = part.tool_input().and_then(input_object) else {
+            continue;
+        };
+        let path = options
+            .path_fields
+            .iter()
+            .find_map(|f| input.get(f).and_then(Value::as_str));
+        let Some(path) = path else { continue };
+        for field in &options.input_fields {
+            let Some(content) = input.get(field).and_then(Value::as_str) else {
+                continue;
+            };
+            if content.starts_with(EVICTED_PREFIX) {
+                continue;
+            }
+            let replacement = evicted_text(field, content, path);
+            let (before, after) = (measure.tokens(content), measure.tokens(&replacement));
+            if after >= before {
+                continue;
+            }
+            inputs.push((
+                call_at,
+                field.clone(),
+                replacement,
+                Edit {
+                    action: Action::EvictInput,
+                    message_index: call_at.message,
+                    part_index: call_at.part,
+                    tool_name: Some(name.clone()),
+                    tool_call_id: id.clone(),
+                    field: Some(field.clone()),
+                    tokens_before: before,
+                    tokens_after: after,
+                    estimated: measure.estimated(),
+                    original: Original::File {
+                        path: path.to_owned(),
+                    },
+                },
+            ));
+        }
+        let Some(result_at) = result_at else { continue };
+        let Some(result_part) = conv
+            .messages()
+            .get(result_at.message)
+            .and_then(|m| m.parts().get(result_at.part))
+        else {
+            continue;
+        };
+        let Some(text) = result_part
+            .result_slot()
+            .and_then(|(shape, value)| result::read(shape, value))
+        else {
+            continue;
+        };
+        if utf16_len(&text.text) <= options.result_chars || text.text.starts_with(RESULT_NOTE) {
+            continue;
+        }
+        let note = format!("{RESULT_NOTE}: {path}");
+        let (before, after) = (measure.tokens(&text.text), measure.tokens(&note));
+        if after >= before {
+            continue;
+        }
+        results.push((
+            result_at,
+            note,
+            Edit {
+                action: Action::EvictResult,
+                message_index: result_at.message,
+                part_index: result_at.part,
+                tool_name: Some(name.clone()),
+                tool_call_id: id.clone(),
+                field: None,
+                tokens_before: before,
+                tokens_after: after,
+                estimated: measure.estimated(),
+                original: Original::File {
+                    path: path.to_owned(),
+                },
+            },
+        ));
+    }
+    let mut conversation = conv;
+    let mut report = Report::default();
+    let mut edited = Vec::new();
+    let mut edits: Vec<Edit> = Vec::new();
+    for (at, field, replacement, edit) in inputs {
+        let done = part_mut(&mut conversation, at).is_some_and(|part| {
+            part.set_input_field(&field, Value::String(replacement))
+                .is_ok()
+        });
+        if done {
+            edited.push(at.message);
+            edits.push(edit);
+        }
+    }
+    for (at, note, edit) in results {
+        if let Some((shape, value)) =
+            part_mut(&mut conversation, at).and_then(|p| p.result_slot_mut())
+        {
+            result::write(shape, value, note);
+            edited.push(at.message);
+            edits.push(edit);
+        }
+    }
+    edits.sort_by_key(|e| (e.message_index, e.part_index));
+    for edit in edits {
+        report.push(edit);
+    }
+    edited.sort_unstable();
+    edited.dedup();
+    Evicted {
+        conversation,
+        edited,
+        report,
+    }
+}

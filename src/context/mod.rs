@@ -1,0 +1,257 @@
+//! The context layer's reversible tiers: offload huge tool results to a store, prune old ones,
+//! evict the contents of file writes, and read it all back.
+//!
+//! Sans-IO (DESIGN.md, "How the context layer is built"): this module decides and rewrites and
+//! never waits on anything. What needs the outside world is a plan: [`offload::plan_messages`]
+//! returns the saves to make ([`Save`]: a key and bytes), the driver (JS, in pkg-template)
+//! performs them with its timeouts, and [`offload::OffloadPlan::apply`] takes one [`Outcome`]
+//! per save and replaces only the parts whose copy was confirmed. Pruning and eviction need no
+//! store and are plain functions. Reading back ([`recovery`]) takes the bytes the driver
+//! loaded. Nothing here reads a clock or randomness: the same input and options give the same
+//! output, byte for byte, and keys derive from content and call id.
+//!
+//! Every tier reads the conversation through the one message model ([`crate::messages`]),
+//! edits only tool results and tool-call inputs (never user or assistant text, never thinking
+//! or its signatures), and reports every edit ([`report`]).
+
+pub mod evict;
+pub mod offload;
+pub mod prune;
+pub mod recovery;
+pub mod report;
+pub mod result;
+pub mod text;
+
+use serde::{Deserialize, Serialize};
+
+#[cfg(target_arch = "wasm32")]
+use tsify::Tsify;
+
+use crate::messages::{Conversation, Part, PartKind, PartRef, Role};
+use crate::{count_tokens, estimate_tokens, Encoding};
+
+pub use report::{Action, Edit, Failure, Held, Original, Report};
+
+/// The namespace every key of the context layer starts with (the stores' `NAMESPACE`).
+pub const NAMESPACE: &str = "context-keeper";
+
+/// One value to store: the driver calls `store.save(key, bytes)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Save {
+    /// `[namespace, sessionId, kind, name]`.
+    pub key: Vec<String>,
+    /// The value.
+    pub bytes: Vec<u8>,
+}
+
+/// How a [`Save`] went, as the driver saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The store confirmed the write (its promise resolved).
+    Saved,
+    /// It threw, rejected, timed out or was out of quota; the reason is for the report.
+    Failed(String),
+}
+
+/// Token figures for edited text: the model's encoding when it is built into this binary, else
+/// the estimator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Measure {
+    encoding: Option<Encoding>,
+    exact: bool,
+}
+
+impl Measure {
+    /// Counts for `model` (by the registry; an unknown or absent model counts with o200k_base
+    /// and every figure is marked estimated).
+    pub fn for_model(model: Option<&str>) -> Measure {
+        let (encoding, exact) = match model {
+            Some(name) => {
+                let info = crate::model::model_info(name);
+                (info.encoding, info.exact && info.known)
+            }
+            None => (Encoding::O200kBase, false),
+        };
+        let built = encoding.is_built();
+        Measure {
+            encoding: built.then_some(encoding),
+            exact: exact && built,
+        }
+    }
+
+    /// The tokens of `text`.
+    pub fn tokens(&self, text: &str) -> u64 {
+        let n = match self.encoding {
+            Some(encoding) => {
+                count_tokens(text, encoding).unwrap_or_else(|_| estimate_tokens(text))
+            }
+            None => estimate_tokens(text),
+        };
+        n as u64
+    }
+
+    /// Whether figures are estimates.
+    pub fn estimated(&self) -> bool {
+        !self.exact
+    }
+}
+
+/// Tool names to act on: `allow` (every tool when absent) minus `deny`; `*` in a name matches
+/// any run of characters.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(Tsify))]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct ToolFilter {
+    /// Only these tools (names or `*` patterns). Absent: every tool.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub allow: Option<Vec<String>>,
+    /// Never these tools; wins over `allow`.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub deny: Vec<String>,
+}
+
+impl ToolFilter {
+    /// Whether a tool of this name (or of no known name) is acted on. A tool without a name
+    /// passes only when there is no allow list.
+    pub fn accepts(&self, name: Option<&str>) -> bool {
+        let Some(name) = name else {
+            return self.allow.is_none();
+        };
+        if self.deny.iter().any(|p| glob(p, name)) {
+            return false;
+        }
+        self.allow
+            .as_ref()
+            .is_none_or(|allow| allow.iter().any(|p| glob(p, name)))
+    }
+}
+
+/// Whether `name` matches `pattern`, where `*` matches any run of characters (also none).
+pub fn glob(pattern: &str, name: &str) -> bool {
+    let mut pieces = pattern.split('*');
+    let first = pieces.next().unwrap_or_default();
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    let pieces: Vec<&str> = pieces.collect();
+    let Some((last, middle)) = pieces.split_last() else {
+        return rest.is_empty(); // no `*`: the whole name
+    };
+    for piece in middle {
+        match rest.find(piece) {
+            Some(at) => rest = rest.get(at + piece.len()..).unwrap_or_default(),
+            None => return false,
+        }
+    }
+    rest.ends_with(last)
+}
+
+/// The assistant turns of a conversation, to tell how old a tool call is. A turn starts at
+/// every assistant message, and inside an AI SDK `UIMessage` at every `step-start` part after
+/// its first part (one such message holds every step of an agent's reply).
+#[derive(Clone, Debug)]
+pub struct Turns {
+    starts: Vec<PartRef>,
+}
+
+impl Turns {
+    /// The turns of `conv`.
+    pub fn of(conv: &Conversation) -> Turns {
+        let mut starts = Vec::new();
+        for (m, message) in conv.messages().iter().enumerate() {
+            if message.role() != Role::Assistant {
+                continue;
+            }
+            starts.push(PartRef {
+                message: m,
+                part: 0,
+            });
+            if message.is_ui_message() {
+                for (p, part) in message.parts().iter().enumerate().skip(1) {
+                    if part.raw().get("type").and_then(serde_json::Value::as_str)
+                        == Some("step-start")
+                    {
+                        starts.push(PartRef {
+                            message: m,
+                            part: p,
+                        });
+                    }
+                }
+            }
+        }
+        Turns { starts }
+    }
+
+    /// How many assistant turns began after the one holding `at`: 0 in the latest turn. A
+    /// place before the first turn counts every turn as after it.
+    pub fn age(&self, at: PartRef) -> usize {
+        let begun = self.starts.partition_point(|start| *start <= at);
+        self.starts.len().saturating_sub(begun.max(1)) + usize::from(begun == 0)
+    }
+
+    /// How many turns there are.
+    pub fn len(&self) -> usize {
+        self.starts.len()
+    }
+
+    /// Whether there is no assistant turn.
+    pub fn is_empty(&self) -> bool {
+        self.starts.is_empty()
+    }
+}
+
+/// Every part holding a tool result, with the place of the call it answers (or its own place
+/// when it answers none) and the tool's name (from the call when the result has none).
+pub(crate) struct ResultSite {
+    pub at: PartRef,
+    pub call_at: PartRef,
+    pub tool_name: Option<String>,
+    pub call_id: Option<String>,
+}
+
+pub(crate) fn result_sites(conv: &Conversation) -> Vec<ResultSite> {
+    let graph = crate::messages::pair_tools(conv);
+    let mut call_of = std::collections::HashMap::new();
+    for exchange in &graph.exchanges {
+        for link in &exchange.calls {
+            if let Some(result) = link.result {
+                call_of.insert(result, (link.call, link.name.clone()));
+            }
+        }
+    }
+    let mut sites = Vec::new();
+    for (m, message) in conv.messages().iter().enumerate() {
+        for (p, part) in message.parts().iter().enumerate() {
+            let at = PartRef {
+                message: m,
+                part: p,
+            };
+            let holds = part.kind() == PartKind::ToolResult || part.holds_result();
+            if !holds {
+                continue;
+            }
+            let (call_at, call_name) = match call_of.get(&at) {
+                Some((call, name)) => (*call, name.clone()),
+                None => (at, None),
+            };
+            sites.push(ResultSite {
+                at,
+                call_at,
+                tool_name: part.tool_name().map(str::to_owned).or(call_name),
+                call_id: part.call_id().map(str::to_owned),
+            });
+        }
+    }
+    sites
+}
+
+/// The part at `at`, to edit.
+pub(crate) fn part_mut(conv: &mut Conversation, at: PartRef) -> Option<&mut Part> {
+    conv.messages_mut()
+        .get_mut(at.message)?
+        .parts_mut()
+        .get_mut(at.part)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,247 @@
+//! Tier 2, prune: old tool results are cut to their head and tail, and very old ones cleared
+//! to a placeholder. Pure: nothing is stored, the host's history keeps the originals.
+//!
+//! The rules (OpenClaw's context pruning, SPEC-008): a tool result whose call is older than the
+//! last `keepLastAssistantTurns` assistant turns and longer than `softTrimChars` becomes its
+//! first `softTrimHeadChars` and last `softTrimTailChars` characters around a line that says
+//! what was cut; older than `hardClearAfterTurns` it becomes a placeholder naming the tool and
+//! how much was cleared (and, for an offloaded result, the id to read it back with). Only the
+//! text of a result changes: its images and files stay, and nothing else of the conversation
+//! is touched. `clearAtLeastTokens` holds every edit back until together they free that much,
+//! so the prompt prefix moves in steps. Pruning its own output changes nothing.
+
+use serde::{Deserialize, Serialize};
+
+#[cfg(target_arch = "wasm32")]
+use tsify::Tsify;
+
+use super::offload::pointer_id;
+use super::result;
+use super::text::{group, utf16_len, utf16_prefix, utf16_suffix};
+use super::Turns;
+use super::{part_mut, result_sites, Action, Edit, Held, Measure, Original, Report, ToolFilter};
+use crate::messages::{Conversation, PartRef, ResultShape};
+
+/// Options of `pruneMessages`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(Tsify))]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct PruneOptions {
+    /// Results of the calls of this many latest assistant turns stay whole. Default 3.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub keep_last_assistant_turns: usize,
+    /// Older results longer than this (UTF-16 code units) are soft-trimmed. Default 4,000.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub soft_trim_chars: usize,
+    /// Characters kept from the start of a soft-trimmed result. Default 1,500.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub soft_trim_head_chars: usize,
+    /// Characters kept from its end. Default 1,500.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub soft_trim_tail_chars: usize,
+    /// Results of calls this many assistant turns old or older are cleared to a placeholder.
+    /// Default 10; `null` never clears.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub hard_clear_after_turns: Option<usize>,
+    /// Prune only when the edits free at least this many tokens together. Default 0.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub clear_at_least_tokens: u64,
+    /// Which tools' results may be pruned. Default: every tool.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub tools: ToolFilter,
+    /// The model, for exact token figures. Default: estimated with o200k_base.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub model: Option<String>,
+}
+
+/// Soft-trim results older than this many turns.
+pub const DEFAULT_KEEP_LAST_ASSISTANT_TURNS: usize = 3;
+/// Soft-trim results longer than this.
+pub const DEFAULT_SOFT_TRIM_CHARS: usize = 4_000;
+/// Keep this much of the start and of the end.
+pub const DEFAULT_SOFT_TRIM_KEEP_CHARS: usize = 1_500;
+/// Clear results this many turns old.
+pub const DEFAULT_HARD_CLEAR_AFTER_TURNS: usize = 10;
+
+impl Default for PruneOptions {
+    fn default() -> Self {
+        PruneOptions {
+            keep_last_assistant_turns: DEFAULT_KEEP_LAST_ASSISTANT_TURNS,
+            soft_trim_chars: DEFAULT_SOFT_TRIM_CHARS,
+            soft_trim_head_chars: DEFAULT_SOFT_TRIM_KEEP_CHARS,
+            soft_trim_tail_chars: DEFAULT_SOFT_TRIM_KEEP_CHARS,
+            hard_clear_after_turns: Some(DEFAULT_HARD_CLEAR_AFTER_TURNS),
+            clear_at_least_tokens: 0,
+            tools: ToolFilter::default(),
+            model: None,
+        }
+    }
+}
+
+/// The line a soft trim leaves between head and tail starts with this.
+pub const TRIM_NOTE: &str = "[... trimmed ";
+/// A cleared result starts with this.
+pub const CLEARED_PREFIX: &str = "[tool result cleared: ";
+
+/// A conversation after pruning.
+#[derive(Clone, Debug)]
+pub struct Pruned {
+    /// The conversation, pruned.
+    pub conversation: Conversation,
+    /// Indices of the messages that changed.
+    pub edited: Vec<usize>,
+    /// What was done.
+    pub report: Report,
+}
+
+/// Whether a result's text is already the output of a prune.
+fn was_trimmed(text: &str) -> bool {
+    text.contains(&format!("\n{TRIM_NOTE}"))
+}
+
+/// The soft trim of `text`: head, a line saying what was cut, tail.
+pub fn soft_trim(text: &str, head: usize, tail: usize) -> String {
+    let total = utf16_len(text);
+    let head_end = utf16_prefix(text, head);
+    let tail_start = utf16_suffix(text, tail).max(head_end);
+    let (kept_head, kept_tail) = (
+        text.get(..head_end).unwrap_or_default(),
+        text.get(tail_start..).unwrap_or_default(),
+    );
+    let cut = total - utf16_len(kept_head) - utf16_len(kept_tail);
+    format!(
+        "{kept_head}\n{TRIM_NOTE}{} of {} characters of this tool result; the first {} and the last {} are kept ...]\n{kept_tail}",
+        group(cut),
+        group(total),
+        group(utf16_len(kept_head)),
+        group(utf16_len(kept_tail)),
+    )
+}
+
+/// The placeholder of a cleared result.
+pub fn placeholder(tool: Option<&str>, text: &str) -> String {
+    let what = match tool {
+        Some(tool) => format!("{tool} returned {} characters", group(utf16_len(text))),
+        None => format!("{} characters", group(utf16_len(text))),
+    };
+    match pointer_id(text) {
+        Some(id) => format!(
+            "{CLEARED_PREFIX}{what}; the full output is stored as id=\"{id}\", read it with read_offloaded]"
+        ),
+        None => format!("{CLEARED_PREFIX}{what}, removed to save context]"),
+    }
+}
+
+/// Prunes `conv`.
+pub fn prune(conv: Conversation, options: &PruneOptions) -> Pruned {
+    let measure = Measure::for_model(options.model.as_deref());
+    let turns = Turns::of(&conv);
+    let keep = options.keep_last_assistant_turns;
+    let hard = options.hard_clear_after_turns.map(|h| h.max(keep));
+    let mut planned: Vec<(PartRef, ResultShape, String, Edit)> = Vec::new();
+    for site in result_sites(&conv) {
+        let age = turns.age(site.call_at);
+        if age < keep || !options.tools.accepts(site.tool_name.as_deref()) {
+            continue;
+        }
+        let Some(part) = conv
+            .messages()
+            .get(site.at.message)
+            .and_then(|m| m.parts().get(site.at.part))
+        else {
+            continue;
+        };
+        let Some((shape, value)) = part.result_slot() else {
+            continue;
+        };
+        let Some(read) = result::read(shape, value) else {
+            continue;
+        };
+        let text = read.text;
+        let (action, replacement) = if hard.is_some_and(|h| age >= h) {
+            if text.starts_with(CLEARED_PREFIX) {
+                continue;
+            }
+            (
+                Action::HardClear,
+                placeholder(site.tool_name.as_deref(), &text),
+            )
+        } else {
+            let soft = utf16_len(&text) > options.soft_trim_chars;
+            if !soft || was_trimmed(&text) || pointer_id(&text).is_some() {
+                continue;
+            }
+            let trimmed = soft_trim(
+                &text,
+                options.soft_trim_head_chars,
+                options.soft_trim_tail_chars,
+            );
+            (Action::SoftTrim, trimmed)
+        };
+        let before = measure.tokens(&text);
+        let after = measure.tokens(&replacement);
+        // NOTE: an edit never makes a result longer (a short result under a long placeholder).
+        if after >= before {
+            continue;
+        }
+        let original = match pointer_id(&text) {
+            Some(id) => Original::Store {
+                key: Vec::new(),
+                id: id.to_owned(),
+            },
+            None => Original::History,
+        };
+        planned.push((
+            site.at,
+            shape,
+            replacement,
+            Edit {
+                action,
+                message_index: site.at.message,
+                part_index: site.at.part,
+                tool_name: site.tool_name.clone(),
+                tool_call_id: site.call_id.clone(),
+                field: None,
+                tokens_before: before,
+                tokens_after: after,
+                estimated: measure.estimated(),
+                original,
+            },
+        ));
+    }
+    let would_save: u64 = planned
+        .iter()
+        .map(|(.., e)| e.tokens_before - e.tokens_after)
+        .sum();
+    let mut report = Report::default();
+    let mut conversation = conv;
+    let mut edited = Vec::new();
+    if would_save < options.clear_at_least_tokens || planned.is_empty() {
+        if !planned.is_empty() {
+            report.held = Some(Held {
+                would_save,
+                clear_at_least_tokens: options.clear_at_least_tokens,
+            });
+        }
+        return Pruned {
+            conversation,
+            edited,
+            report,
+        };
+    }
+    for (at, shape, replacement, edit) in planned {
+        if let Some((_, value)) = part_mut(&mut conversation, at).and_then(|p| p.result_slot_mut())
+        {
+            result::write(shape, value, replacement);
+            if edited.last() != Some(&at.message) {
+                edited.push(at.message);
+            }
+            report.push(edit);
+        }
+    }
+    Pruned {
+        conversation,
+        edited,
+        report,
+    }
+}
