@@ -2,8 +2,11 @@
 // so the .wasm is imported as a module (wrangler bundles it as CompiledWasm) and instantiated
 // synchronously. scripts/build.mjs copies this file into each subpath entry's directory.
 import wasm from "./web/context_keeper_bg.wasm";
-import { initSync } from "./web/context_keeper.js";
+import * as core from "./web/context_keeper.js";
+import { bindContext } from "./context/index.js"; // context
 
-initSync({ module: wasm });
+core.initSync({ module: wasm });
 
 export * from "./web/context_keeper.js";
+export { ContextKeeperError } from "./context/index.js"; // context
+export const { pruneMessages, evictToolInputs, offloadToolResult, offloadMessages, readOffloaded, listOffloaded, grepOffloaded, recoveryTools, runRecoveryTool } = bindContext(core); // context

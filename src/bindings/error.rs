@@ -93,3 +93,71 @@ impl From<MessagesError> for JsValue {
         }
     }
 }
+
+/// Why a function of the context layer failed: one JS class for all of them
+/// (`ContextKeeperError`, with `kind` and `path`), made by [`super::context`].
+#[derive(Debug, thiserror::Error)]
+pub enum ContextError {
+    /// A messages argument is not a conversation; `path` names index and field.
+    #[error("{path}: {reason}")]
+    Messages { path: String, reason: String },
+    /// An option is wrong; `path` names it (`options.limitTokens`).
+    #[error("{path}: {reason}")]
+    Options { path: String, reason: String },
+    /// Stored content could not be read back.
+    #[error(transparent)]
+    Recovery(#[from] crate::context::recovery::RecoveryError),
+    /// A defect of ours, not of the input.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl ContextError {
+    pub fn messages(path: impl Into<String>, reason: String) -> ContextError {
+        ContextError::Messages {
+            path: path.into(),
+            reason,
+        }
+    }
+
+    pub fn options(path: impl Into<String>, reason: String) -> ContextError {
+        ContextError::Options {
+            path: path.into(),
+            reason,
+        }
+    }
+
+    pub fn internal(reason: String) -> ContextError {
+        ContextError::Internal(reason)
+    }
+
+    /// The error's `kind` in JS.
+    pub fn kind(&self) -> &'static str {
+        use crate::context::recovery::RecoveryError;
+        match self {
+            ContextError::Messages { .. } => "messages",
+            ContextError::Options { .. } => "options",
+            ContextError::Recovery(RecoveryError::NotFound(_)) => "notFound",
+            ContextError::Recovery(RecoveryError::Corrupt { .. }) => "corrupt",
+            ContextError::Recovery(RecoveryError::Pattern(_)) => "pattern",
+            ContextError::Internal(_) => "internal",
+        }
+    }
+
+    /// The place at fault, when there is one.
+    pub fn path(&self) -> Option<&str> {
+        match self {
+            ContextError::Messages { path, .. } | ContextError::Options { path, .. } => Some(path),
+            _ => None,
+        }
+    }
+}
+
+impl From<ParseError> for ContextError {
+    fn from(err: ParseError) -> Self {
+        ContextError::Messages {
+            path: err.path.clone(),
+            reason: err.kind.to_string(),
+        }
+    }
+}

@@ -271,7 +271,7 @@ pub fn repair_messages(
 }
 
 /// The caller's array of messages: the input, or the `messages` of a request object.
-fn message_list(input: &JsValue) -> Result<js_sys::Array, MessagesError> {
+pub(super) fn message_list(input: &JsValue) -> Result<js_sys::Array, MessagesError> {
     if js_sys::Array::is_array(input) {
         return Ok(input.clone().unchecked_into());
     }
@@ -353,7 +353,7 @@ fn repair_whole(
 /// as it was (`untouched`) is the caller's own object from `list` (so `===` and memoized UI
 /// rows keep working); only the messages it changed or added are new objects, read from their
 /// JSON, which must not be a skimmed reading.
-fn write_back(
+pub(super) fn write_back(
     input: &JsValue,
     list: &js_sys::Array,
     repaired: Conversation,
@@ -388,7 +388,7 @@ fn write_back(
 }
 
 /// A JSON value as a JS value, through `JSON.parse`.
-fn json_to_js(value: &Value) -> Result<JsValue, MessagesError> {
+pub(super) fn json_to_js(value: &Value) -> Result<JsValue, MessagesError> {
     super::to_js(value).map_err(MessagesError::Internal)
 }
 

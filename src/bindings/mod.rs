@@ -7,6 +7,8 @@
 #![cfg_attr(not(feature = "full"), allow(dead_code, unused_imports))]
 
 #[cfg(feature = "full")]
+mod context;
+#[cfg(feature = "full")]
 mod counting;
 mod error;
 #[cfg(feature = "full")]

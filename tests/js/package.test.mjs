@@ -51,9 +51,11 @@ test("the tarball holds every export target and nothing else of note", () => {
   for (const file of ["node/context_keeper_bg.wasm", "node/o200k.tables", "node/cl100k.tables"]) {
     assert.ok(files.has(file), `${file} missing from the tarball`);
   }
-  const nodeWasm = packed.files.find((f) => f.path === "node/context_keeper_bg.wasm").size;
-  const webWasm = packed.files.find((f) => f.path === "web/context_keeper_bg.wasm").size;
-  assert.ok(nodeWasm < webWasm / 3, `node/context_keeper_bg.wasm (${nodeWasm} bytes) holds tables`);
+  const size = (path) => packed.files.find((f) => f.path === path).size;
+  const nodeWasm = size("node/context_keeper_bg.wasm");
+  const tables = size("node/o200k.tables") + size("node/cl100k.tables");
+  // The web build holds the tables the Node build reads from files: what it has more is them.
+  assert.ok(size("web/context_keeper_bg.wasm") - nodeWasm > 0.9 * tables, `node/context_keeper_bg.wasm (${nodeWasm} bytes) holds tables`);
   assert.ok(files.has("README.md"), "README.md missing from the tarball");
   for (const path of files) assert.doesNotMatch(path, /\.gitignore$|^src\/|\.rs$/, `${path} should not ship`);
 });

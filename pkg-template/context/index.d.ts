@@ -1,0 +1,163 @@
+// The context layer's functions. Their option and report types are generated from the Rust
+// types (tsify) into the wasm glue's declarations; these signatures only say which go where.
+import type {
+  Messages,
+  MessageFormat,
+  PruneOptions,
+  EvictOptions,
+  OffloadOptions,
+  Report,
+  Offloaded,
+  RecordHeader,
+  ReadResult,
+  GrepResult,
+  GrepOptions,
+} from "../node/context_keeper.js";
+import type { Store } from "../stores/index.js";
+
+/** What went wrong in a function of the context layer. */
+export type ContextErrorKind =
+  | "messages"    // the conversation is not one of its format; `path` names index and field
+  | "options"     // an option is wrong; `path` names it
+  | "store"       // the store threw, rejected or returned something that is not a value
+  | "timeout"     // the store did not settle within `timeoutMs`
+  | "notFound"    // no offloaded output has that id
+  | "corrupt"     // the stored output does not match what was saved
+  | "pattern"     // the search pattern does not compile
+  | "unavailable" // the entry was built without the context layer
+  | "internal";
+
+/** The one error class of the context layer. */
+export class ContextKeeperError extends Error {
+  constructor(message: string, options?: { kind?: ContextErrorKind; path?: string | null; cause?: unknown });
+  readonly name: "ContextKeeperError";
+  readonly kind: ContextErrorKind;
+  /** The place at fault: `messages[3].content[0].text`, `options.limitTokens`. */
+  readonly path: string | null;
+}
+
+/** The store calls of the async functions: where, and how long each may take. */
+export interface StoreOptions {
+  store: Store;
+  /** A store call that has not settled after this long counts as failed. Default 10,000. */
+  timeoutMs?: number;
+}
+
+/** A conversation after a tier, in the input's shape. */
+export interface Tiered<M> {
+  /** Untouched messages are the caller's own objects; the input is never mutated. */
+  messages: M;
+  report: Report;
+}
+
+/** Reading a conversation: its format, detected when absent. */
+export interface FormatOption {
+  format?: MessageFormat | "ai-sdk";
+}
+
+/**
+ * Soft-trims tool results older than the last `keepLastAssistantTurns` assistant turns (head
+ * and tail kept) and clears very old ones; pure and synchronous. Idempotent.
+ *
+ * ```js
+ * const { messages, report } = pruneMessages(history, { keepLastAssistantTurns: 3 });
+ * ```
+ */
+export function pruneMessages<M extends Messages>(messages: M, options?: PruneOptions & FormatOption | null): Tiered<M>;
+
+/**
+ * Replaces the content argument of file write/edit calls by a pointer to the path written;
+ * long results of those calls become a short note. Pure and synchronous.
+ *
+ * ```js
+ * evictToolInputs(history, { tools: ["write_file", "str_replace_editor"] });
+ * ```
+ */
+export function evictToolInputs<M extends Messages>(messages: M, options?: EvictOptions & FormatOption | null): Tiered<M>;
+
+/** What {@link offloadToolResult} gives back. */
+export interface OffloadedToolResult<R> {
+  /** The pointer and preview in the result's own shape (images kept), or the result itself. */
+  content: R | string;
+  /** The offload, or null when the result stayed. */
+  offloaded: Offloaded | null;
+  /** Why a result over the limit stayed: the store failed or timed out. */
+  failure?: string;
+}
+
+/**
+ * At the moment a tool returns: a result over `limitTokens` (default 20,000) is saved to the
+ * store and replaced by a pointer, its size and a preview. Content is replaced only after the
+ * store confirmed the write; on any failure the result comes back as it was, with `failure`.
+ *
+ * ```js
+ * const { content } = await offloadToolResult(output, { store, sessionId, toolName: "bash", toolCallId: call.id });
+ * ```
+ */
+export function offloadToolResult<R>(result: R, options: OffloadOptions & StoreOptions): Promise<OffloadedToolResult<R>>;
+
+/** {@link offloadToolResult} over a whole conversation, for results that slipped through. */
+export function offloadMessages<M extends Messages>(messages: M, options: OffloadOptions & StoreOptions & FormatOption): Promise<Tiered<M>>;
+
+/** Where offloaded content of a session is. */
+export interface SessionStore extends StoreOptions {
+  sessionId: string;
+}
+
+/** A read, with the text the recovery tool shows the model (numbered lines). */
+export interface ReadOffloaded extends ReadResult {
+  rendered: string;
+}
+
+/** Reads an offloaded output by lines (`offset` from 1, default 1; `limit` default 200). */
+export function readOffloaded(id: string, options: SessionStore & { offset?: number; limit?: number; lineChars?: number }): Promise<ReadOffloaded>;
+
+/** The outputs offloaded in a session. */
+export function listOffloaded(options: SessionStore): Promise<{ offloads: RecordHeader[]; damaged: string[]; rendered: string }>;
+
+/** Searches a session's offloaded outputs line by line, in linear time whatever the pattern. */
+export function grepOffloaded(pattern: string, options: SessionStore & GrepOptions & { id?: string }): Promise<GrepResult & { rendered: string }>;
+
+/** The recovery tools' names. */
+export type RecoveryToolName = "read_offloaded" | "list_offloaded" | "grep_offloaded";
+
+/** An OpenAI Chat Completions tool definition. */
+export interface OpenAIToolDefinition {
+  type: "function";
+  function: { name: RecoveryToolName; description: string; parameters: Record<string, unknown> };
+}
+
+/** An Anthropic Messages tool definition. */
+export interface AnthropicToolDefinition {
+  name: RecoveryToolName;
+  description: string;
+  input_schema: Record<string, unknown>;
+}
+
+/** An AI SDK tool (what `tool()` returns), with `execute` when a store was given. */
+export interface AISDKRecoveryTool {
+  description: string;
+  inputSchema: unknown;
+  execute?: (args: unknown) => Promise<string>;
+}
+
+/**
+ * The recovery tools' definitions: an array for OpenAI and Anthropic (route their calls to
+ * {@link runRecoveryTool}), or an AI SDK tool set, ready for `generateText({ tools })`.
+ */
+export function recoveryTools(format?: "openai"): OpenAIToolDefinition[];
+export function recoveryTools(format: "anthropic"): AnthropicToolDefinition[];
+export function recoveryTools(format: "aisdk" | "ai-sdk", options?: SessionStore): Record<RecoveryToolName, AISDKRecoveryTool>;
+
+/**
+ * Runs a recovery tool call and returns the text for its tool result. What the model got
+ * wrong (an unknown id, a bad pattern) comes back as text starting with "Error:"; a store
+ * that fails throws a ContextKeeperError.
+ *
+ * ```js
+ * if (call.function.name.endsWith("_offloaded")) {
+ *   content = await runRecoveryTool(call.function.name, call.function.arguments, { store, sessionId });
+ * }
+ * ```
+ */
+export function runRecoveryTool(name: RecoveryToolName, args: unknown, options: SessionStore): Promise<string>;

@@ -1,0 +1,326 @@
+// The context layer's driver: the one place that awaits anything. The Rust core decides and
+// rewrites synchronously (offload plans, pruning, eviction, reading records back); this file
+// performs the store calls those plans ask for, each bounded by a timeout, and hands the
+// outcomes back. It holds no decisions of its own. Every entry of the package binds it to its
+// own wasm instance (`bindContext(core)`), so no Rust lock or borrow is held while a store or a
+// callback runs, and a callback that calls back into the package is safe.
+
+/** The one error class of the context layer: `kind` says what failed, `path` where. */
+export class ContextKeeperError extends Error {
+  constructor(message, { kind = "internal", path = null, cause } = {}) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = "ContextKeeperError";
+    this.kind = kind;
+    this.path = path;
+  }
+}
+
+/** How long a store call may take before it counts as failed. */
+export const DEFAULT_TIMEOUT_MS = 10_000;
+
+const RECOVERY_TOOLS = ["read_offloaded", "list_offloaded", "grep_offloaded"];
+
+const typeOf = (v) => (v === null ? "null" : Array.isArray(v) ? "an array" : typeof v === "object" ? "an object" : `a ${typeof v}`);
+
+function optionsError(path, reason) {
+  return new ContextKeeperError(`${path}: ${reason}`, { kind: "options", path });
+}
+
+function checkObject(value, path) {
+  if (value !== undefined && value !== null && (typeof value !== "object" || Array.isArray(value))) {
+    throw optionsError(path, `expected an object, found ${typeOf(value)}`);
+  }
+  return value ?? {};
+}
+
+function checkStore(store, path = "options.store") {
+  if (store === null || typeof store !== "object" || typeof store.save !== "function" || typeof store.load !== "function" || typeof store.loadRange !== "function") {
+    throw optionsError(path, `expected a store (load, save, loadRange, ...), found ${typeOf(store)}`);
+  }
+  return store;
+}
+
+function checkTimeout(ms, path = "options.timeoutMs") {
+  if (ms === undefined || ms === null) return DEFAULT_TIMEOUT_MS;
+  if (typeof ms !== "number" || !(ms > 0)) throw optionsError(path, `expected a positive number, found ${typeof ms === "number" ? ms : typeOf(ms)}`);
+  return ms;
+}
+
+function checkSession(sessionId, path = "options.sessionId") {
+  if (typeof sessionId !== "string" || sessionId === "") throw optionsError(path, `expected a non-empty string, found ${typeOf(sessionId)}`);
+  return sessionId;
+}
+
+function checkCount(value, path, fallback) {
+  if (value === undefined || value === null) return fallback;
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 1) {
+    throw optionsError(path, `expected a positive integer, found ${typeof value === "number" ? value : typeOf(value)}`);
+  }
+  return value;
+}
+
+/** The options without the driver's own fields (the core rejects unknown options). */
+function coreOptions(options, own) {
+  const out = {};
+  for (const key of Object.keys(options)) if (!own.includes(key)) out[key] = options[key];
+  return out;
+}
+
+/**
+ * Runs one store call with a timeout. Resolves `{ ok: true, value }` or `{ ok: false, reason,
+ * error }`: a store that throws synchronously, rejects, or never settles is a failure with its
+ * reason, never an exception here.
+ */
+async function attempt(call, timeoutMs) {
+  let timer;
+  try {
+    const settled = new Promise((resolve, reject) => {
+      try {
+        Promise.resolve(call()).then(resolve, reject);
+      } catch (error) {
+        reject(error);
+      }
+    });
+    const timeout = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new ContextKeeperError(`timed out after ${timeoutMs} ms`, { kind: "timeout" })), timeoutMs);
+    });
+    return { ok: true, value: await Promise.race([settled, timeout]) };
+  } catch (error) {
+    return { ok: false, reason: reasonOf(error), error };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function reasonOf(error) {
+  if (error instanceof Error) return error.name === "Error" || error.name === "ContextKeeperError" ? error.message : `${error.name}: ${error.message}`;
+  return String(error);
+}
+
+function storeError(op, result, key) {
+  const kind = result.error instanceof ContextKeeperError && result.error.kind === "timeout" ? "timeout" : "store";
+  return new ContextKeeperError(`${op} ${JSON.stringify(key)}: ${result.reason}`, { kind, cause: result.error });
+}
+
+/** The AI SDK's schema marker (`jsonSchema()` of `ai`), so its tools take our JSON Schemas. */
+function aiSchema(schema) {
+  return { [Symbol.for("vercel.ai.schema")]: true, [Symbol.for("vercel.ai.validator")]: true, _type: undefined, jsonSchema: schema, validate: undefined };
+}
+
+/**
+ * Binds the driver to one wasm instance's core exports. Returns null for a build without the
+ * context layer (the lite entry).
+ */
+export function bindContext(core) {
+  if (typeof core.__ckPrune !== "function") return null;
+  let registered = false;
+  // NOTE: registered on first use, not here: the ./init entry's wasm is not instantiated yet
+  // when this module is evaluated.
+  const ready = () => {
+    if (!registered) {
+      core.__ckRegisterErrorClass(ContextKeeperError);
+      registered = true;
+    }
+    return core;
+  };
+
+  function pruneMessages(messages, options) {
+    return ready().__ckPrune(messages, checkObject(options, "options"));
+  }
+
+  function evictToolInputs(messages, options) {
+    return ready().__ckEvict(messages, checkObject(options, "options"));
+  }
+
+  /** Saves each distinct key once; returns per save `null` (confirmed) or the reason. */
+  async function performSaves(store, saves, timeoutMs) {
+    const byKey = new Map();
+    for (const save of saves) {
+      const id = JSON.stringify(save.key);
+      if (!byKey.has(id)) byKey.set(id, attempt(() => store.save(save.key, save.bytes), timeoutMs));
+    }
+    const outcomes = [];
+    for (const save of saves) {
+      const result = await byKey.get(JSON.stringify(save.key));
+      outcomes.push(result.ok ? null : result.reason);
+    }
+    return outcomes;
+  }
+
+  async function offloadMessages(messages, options) {
+    options = checkObject(options, "options");
+    const store = checkStore(options.store);
+    const timeoutMs = checkTimeout(options.timeoutMs);
+    const plan = ready().__ckPlanOffload(messages, coreOptions(options, ["store", "timeoutMs"]));
+    try {
+      const outcomes = await performSaves(store, plan.saves(), timeoutMs);
+      return plan.apply(outcomes);
+    } finally {
+      plan.free();
+    }
+  }
+
+  async function offloadToolResult(result, options) {
+    options = checkObject(options, "options");
+    const store = checkStore(options.store);
+    const timeoutMs = checkTimeout(options.timeoutMs);
+    const plan = ready().__ckPlanResult(result, coreOptions(options, ["store", "timeoutMs"]));
+    try {
+      const save = plan.save();
+      if (save === undefined) return plan.apply(null);
+      const [outcome] = await performSaves(store, [save], timeoutMs);
+      return plan.apply(outcome);
+    } finally {
+      plan.free();
+    }
+  }
+
+  async function loadRecord(store, sessionId, id, timeoutMs) {
+    const key = Array.from(ready().__ckOffloadKey(sessionId, id));
+    const loaded = await attempt(() => store.load(key), timeoutMs);
+    if (!loaded.ok) throw storeError("load", loaded, key);
+    if (loaded.value === undefined) {
+      throw new ContextKeeperError(`no offloaded output has id ${JSON.stringify(id)}; list_offloaded shows the ids of this session`, { kind: "notFound", path: "id" });
+    }
+    if (!(loaded.value instanceof Uint8Array)) {
+      throw new ContextKeeperError(`load ${JSON.stringify(key)}: the store returned ${typeOf(loaded.value)}, not a Uint8Array`, { kind: "store" });
+    }
+    return loaded.value;
+  }
+
+  async function loadSession(store, sessionId, timeoutMs) {
+    const prefix = Array.from(ready().__ckOffloadKey(sessionId, undefined));
+    const loaded = await attempt(() => store.loadRange(prefix), timeoutMs);
+    if (!loaded.ok) throw storeError("loadRange", loaded, prefix);
+    if (!Array.isArray(loaded.value)) {
+      throw new ContextKeeperError(`loadRange ${JSON.stringify(prefix)}: the store returned ${typeOf(loaded.value)}, not an array`, { kind: "store" });
+    }
+    return loaded.value.filter((entry) => entry && Array.isArray(entry.key) && entry.key.length === prefix.length + 1 && entry.data instanceof Uint8Array);
+  }
+
+  async function readOffloaded(id, options) {
+    options = checkObject(options, "options");
+    if (typeof id !== "string" || id === "") throw new ContextKeeperError(`id: expected a non-empty string, found ${typeOf(id)}`, { kind: "options", path: "id" });
+    const store = checkStore(options.store);
+    const sessionId = checkSession(options.sessionId);
+    const timeoutMs = checkTimeout(options.timeoutMs);
+    const offset = checkCount(options.offset, "options.offset", 1);
+    const limit = checkCount(options.limit, "options.limit", 200);
+    const lineChars = checkCount(options.lineChars, "options.lineChars", 300);
+    const bytes = await loadRecord(store, sessionId, id, timeoutMs);
+    return ready().__ckRead(id, bytes, offset, limit, lineChars);
+  }
+
+  async function listOffloaded(options) {
+    options = checkObject(options, "options");
+    const store = checkStore(options.store);
+    const sessionId = checkSession(options.sessionId);
+    const entries = await loadSession(store, sessionId, checkTimeout(options.timeoutMs));
+    const listed = ready().__ckList(entries);
+    return { offloads: listed.headers, damaged: listed.damaged, rendered: listed.rendered };
+  }
+
+  async function grepOffloaded(pattern, options) {
+    options = checkObject(options, "options");
+    if (typeof pattern !== "string") throw new ContextKeeperError(`pattern: expected a string, found ${typeOf(pattern)}`, { kind: "options", path: "pattern" });
+    const store = checkStore(options.store);
+    const sessionId = checkSession(options.sessionId);
+    const timeoutMs = checkTimeout(options.timeoutMs);
+    let entries;
+    if (options.id !== undefined && options.id !== null) {
+      if (typeof options.id !== "string") throw optionsError("options.id", `expected a string, found ${typeOf(options.id)}`);
+      const key = Array.from(ready().__ckOffloadKey(sessionId, options.id));
+      entries = [{ key, data: await loadRecord(store, sessionId, options.id, timeoutMs) }];
+    } else {
+      entries = await loadSession(store, sessionId, timeoutMs);
+    }
+    return ready().__ckGrep(pattern, entries, coreOptions(options, ["store", "sessionId", "timeoutMs", "id"]));
+  }
+
+  /** Arguments as the model sent them: an object, or OpenAI's JSON text. */
+  function toolArgs(args) {
+    if (typeof args === "string") {
+      try {
+        args = args.trim() === "" ? {} : JSON.parse(args);
+      } catch {
+        return { error: "the arguments are not JSON" };
+      }
+    }
+    if (args === undefined || args === null) return {};
+    if (typeof args !== "object" || Array.isArray(args)) return { error: "the arguments must be an object" };
+    return args;
+  }
+
+  const MODEL_ERRORS = new Set(["notFound", "corrupt", "pattern", "options"]);
+
+  async function runRecoveryTool(name, args, options) {
+    options = checkObject(options, "options");
+    checkStore(options.store);
+    checkSession(options.sessionId);
+    if (!RECOVERY_TOOLS.includes(name)) {
+      throw optionsError("name", `not a recovery tool: ${JSON.stringify(name)}; the recovery tools are ${RECOVERY_TOOLS.join(", ")}`);
+    }
+    const parsed = toolArgs(args);
+    if (parsed.error) return `Error: ${parsed.error}.`;
+    const own = { store: options.store, sessionId: options.sessionId, timeoutMs: options.timeoutMs };
+    try {
+      if (name === "list_offloaded") return (await listOffloaded(own)).rendered;
+      if (name === "read_offloaded") {
+        if (typeof parsed.id !== "string" || parsed.id === "") return 'Error: "id" is required: the id from the pointer.';
+        const read = await readOffloaded(parsed.id, { ...own, offset: positive(parsed.offset), limit: positive(parsed.limit) });
+        return read.rendered;
+      }
+      if (typeof parsed.pattern !== "string") return 'Error: "pattern" is required: a regular expression.';
+      const id = typeof parsed.id === "string" && parsed.id !== "" ? parsed.id : undefined;
+      const found = await grepOffloaded(parsed.pattern, { ...own, id, ignoreCase: parsed.ignore_case === true });
+      return found.rendered;
+    } catch (error) {
+      // NOTE: what the model got wrong (an unknown id, a bad pattern) goes back to it as the
+      // tool's result, so it can correct itself; a store that fails is the host's to handle.
+      if (error instanceof ContextKeeperError && MODEL_ERRORS.has(error.kind)) return `Error: ${error.message}`;
+      throw error;
+    }
+  }
+
+  const positive = (n) => (typeof n === "number" && Number.isInteger(n) && n >= 1 ? n : undefined);
+
+  function recoveryTools(format = "openai", options) {
+    const definitions = ready().__ckToolDefinitions(format === "ai-sdk" ? "aisdk" : format);
+    if (format === "openai" || format === "anthropic") return definitions;
+    const context = options === undefined ? undefined : checkObject(options, "options");
+    if (context !== undefined) {
+      checkStore(context.store);
+      checkSession(context.sessionId);
+    }
+    const tools = {};
+    for (const def of definitions) {
+      tools[def.name] = {
+        description: def.description,
+        inputSchema: aiSchema(def.inputSchema),
+        ...(context === undefined ? {} : { execute: (args) => runRecoveryTool(def.name, args, context) }),
+      };
+    }
+    return tools;
+  }
+
+  return {
+    pruneMessages,
+    evictToolInputs,
+    offloadToolResult,
+    offloadMessages,
+    readOffloaded,
+    listOffloaded,
+    grepOffloaded,
+    recoveryTools,
+    runRecoveryTool,
+  };
+}
+
+/** The functions an entry without the context layer exports: each throws what is missing. */
+export function unavailableContext(entry) {
+  const missing = () => {
+    throw new ContextKeeperError(`the context layer is not in ${entry}; import "context-keeper" instead`, { kind: "unavailable" });
+  };
+  const names = ["pruneMessages", "evictToolInputs", "offloadToolResult", "offloadMessages", "readOffloaded", "listOffloaded", "grepOffloaded", "recoveryTools", "runRecoveryTool"];
+  return Object.fromEntries(names.map((name) => [name, missing]));
+}

@@ -1,0 +1,331 @@
+//! Properties of the reversible tiers on generated agent conversations in every format (tool
+//! exchanges with parallel calls, thinking with signatures, images in results, file writes,
+//! huge and tiny results, multi-byte text), with scripted store outcomes:
+//! - pairing stays as valid as it was after every tier;
+//! - user and assistant text, thinking and signatures come out byte-identical;
+//! - prune and evict are idempotent;
+//! - the conversation's token count never grows;
+//! - an offload whose save failed replaces nothing, and every replaced result is, whole, in a
+//!   save that was confirmed.
+#![cfg(not(target_arch = "wasm32"))]
+
+use context_keeper::context::evict::{evict, EvictOptions};
+use context_keeper::context::offload::{plan_messages, OffloadOptions};
+use context_keeper::context::prune::{prune, PruneOptions};
+use context_keeper::context::recovery::decode;
+use context_keeper::context::{Original, Outcome};
+use context_keeper::counting::{count_conversation, CountCache, CountMessagesOptions};
+use context_keeper::messages::{
+    parse_messages, validate_conversation, Conversation, Format, MessagesOptions, PartKind,
+};
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+#[derive(Clone, Debug)]
+struct Call {
+    tool: &'static str,
+    path: String,
+    body: String,
+    result: String,
+    image: bool,
+}
+
+#[derive(Clone, Debug)]
+enum Step {
+    User(String),
+    Exchange {
+        thinking: Option<String>,
+        calls: Vec<Call>,
+    },
+}
+
+fn word() -> impl Strategy<Value = String> {
+    "[a-z0-9éü東🙂 _./-]{1,12}"
+}
+
+/// A result: tiny, mid-sized or huge (many lines, or one minified line).
+fn result_text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        3 => word(),
+        2 => (word(), 50..400usize).prop_map(|(w, n)| (0..n).map(|i| format!("{i} {w}\n")).collect()),
+        1 => (word(), 1_000..3_000usize).prop_map(|(w, n)| (0..n).map(|i| format!("{i}: {w} {w}\n")).collect()),
+        1 => (word(), 10_000..30_000usize).prop_map(|(w, n)| w.repeat(n / w.len().max(1))),
+    ]
+}
+
+fn call() -> impl Strategy<Value = Call> {
+    (
+        prop_oneof![
+            Just("bash"),
+            Just("write_file"),
+            Just("edit_file"),
+            Just("read_offloaded")
+        ],
+        word(),
+        prop_oneof![
+            word(),
+            (word(), 100..2_000usize).prop_map(|(w, n)| w.repeat(n))
+        ],
+        result_text(),
+        any::<bool>(),
+    )
+        .prop_map(|(tool, path, body, result, image)| Call {
+            tool,
+            path,
+            body,
+            result,
+            image,
+        })
+}
+
+fn steps() -> impl Strategy<Value = Vec<Step>> {
+    let exchange = (
+        proptest::option::of(word()),
+        prop::collection::vec(call(), 1..3),
+    )
+        .prop_map(|(thinking, calls)| Step::Exchange { thinking, calls });
+    (
+        word(),
+        prop::collection::vec(
+            prop_oneof![1 => word().prop_map(Step::User), 4 => exchange],
+            1..14,
+        ),
+    )
+        .prop_map(|(first, rest)| std::iter::once(Step::User(first)).chain(rest).collect())
+}
+
+fn input_of(call: &Call) -> Value {
+    let field = if call.tool == "edit_file" {
+        "new_string"
+    } else {
+        "content"
+    };
+    json!({ "path": call.path, field: call.body, "mode": "w" })
+}
+
+fn render(format: Format, steps: &[Step]) -> Value {
+    let mut out = Vec::new();
+    let mut n = 0;
+    for step in steps {
+        match step {
+            Step::User(text) => out.push(json!({"role": "user", "content": text})),
+            Step::Exchange { thinking, calls } => {
+                let ids: Vec<String> = calls
+                    .iter()
+                    .map(|_| {
+                        n += 1;
+                        format!("call_{n}")
+                    })
+                    .collect();
+                let image = json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}});
+                match format {
+                    Format::OpenAi => {
+                        let tool_calls: Vec<Value> = calls
+                            .iter()
+                            .zip(&ids)
+                            .map(|(c, id)| {
+                                json!({
+                            "id": id, "type": "function",
+                            "function": {"name": c.tool, "arguments": input_of(c).to_string()}})
+                            })
+                            .collect();
+                        out.push(json!({"role": "assistant", "content": thinking, "tool_calls": tool_calls}));
+                        for (c, id) in calls.iter().zip(&ids) {
+                            out.push(
+                                json!({"role": "tool", "tool_call_id": id, "content": c.result}),
+                            );
+                        }
+                    }
+                    Format::Anthropic => {
+                        let mut blocks = Vec::new();
+                        if let Some(t) = thinking {
+                            blocks.push(json!({"type": "thinking", "thinking": t, "signature": format!("sig-{t}")}));
+                        }
+                        for (c, id) in calls.iter().zip(&ids) {
+                            blocks.push(json!({"type": "tool_use", "id": id, "name": c.tool, "input": input_of(c)}));
+                        }
+                        out.push(json!({"role": "assistant", "content": blocks}));
+                        let results: Vec<Value> = calls.iter().zip(&ids).map(|(c, id)| {
+                            let content = if c.image { json!([{"type": "text", "text": c.result}, image]) } else { json!(c.result) };
+                            json!({"type": "tool_result", "tool_use_id": id, "content": content})
+                        }).collect();
+                        out.push(json!({"role": "user", "content": results}));
+                    }
+                    Format::AiSdk => {
+                        let mut parts = Vec::new();
+                        if let Some(t) = thinking {
+                            parts.push(json!({"type": "reasoning", "text": t, "providerOptions": {"anthropic": {"signature": "s"}}}));
+                        }
+                        for (c, id) in calls.iter().zip(&ids) {
+                            parts.push(json!({"type": "tool-call", "toolCallId": id, "toolName": c.tool, "input": input_of(c)}));
+                        }
+                        out.push(json!({"role": "assistant", "content": parts}));
+                        let results: Vec<Value> = calls.iter().zip(&ids).map(|(c, id)| {
+                            let output = if c.image {
+                                json!({"type": "content", "value": [{"type": "text", "text": c.result}, {"type": "media", "data": "AA", "mediaType": "image/png"}]})
+                            } else {
+                                json!({"type": "text", "value": c.result})
+                            };
+                            json!({"type": "tool-result", "toolCallId": id, "toolName": c.tool, "output": output})
+                        }).collect();
+                        out.push(json!({"role": "tool", "content": results}));
+                    }
+                }
+            }
+        }
+    }
+    Value::Array(out)
+}
+
+fn read(format: Format, value: &Value) -> Conversation {
+    let options = MessagesOptions {
+        format: Some(format),
+        allow_pending_calls: true,
+    };
+    parse_messages(value, &options).unwrap()
+}
+
+fn problems(conv: &Conversation) -> Vec<String> {
+    let options = MessagesOptions {
+        format: Some(conv.format()),
+        allow_pending_calls: true,
+    };
+    validate_conversation(conv, &options)
+        .iter()
+        .map(|p| format!("{:?}", p.kind))
+        .collect()
+}
+
+fn tokens(conv: &Conversation) -> u64 {
+    count_conversation(
+        conv,
+        &CountMessagesOptions::default(),
+        &mut CountCache::new(64),
+    )
+    .unwrap()
+    .total
+}
+
+/// Every part that is not a tool result or a file tool's call, as JSON: what no tier may touch.
+fn untouchable(conv: &Conversation) -> Vec<String> {
+    let mut out = Vec::new();
+    for message in conv.messages() {
+        for part in message.parts() {
+            let file_call = part.kind() == PartKind::ToolCall
+                && matches!(part.tool_name(), Some("write_file" | "edit_file"));
+            if part.kind() != PartKind::ToolResult && !file_call {
+                out.push(part.raw().to_string());
+            }
+        }
+    }
+    out
+}
+
+fn check_common(
+    format: Format,
+    before: &Conversation,
+    after: &Conversation,
+) -> Result<(), TestCaseError> {
+    prop_assert_eq!(problems(after), problems(before), "{} pairing", format);
+    prop_assert_eq!(
+        untouchable(after),
+        untouchable(before),
+        "{} untouched parts",
+        format
+    );
+    prop_assert!(tokens(after) <= tokens(before), "{} tokens grew", format);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn prune_keeps_pairing_and_text_and_is_idempotent(steps in steps(), keep in 0..4usize, hard in 0..8usize) {
+        for format in Format::ALL {
+            let input = render(format, &steps);
+            let before = read(format, &input);
+            let options = PruneOptions {
+                keep_last_assistant_turns: keep,
+                hard_clear_after_turns: Some(hard),
+                soft_trim_chars: 400,
+                soft_trim_head_chars: 100,
+                soft_trim_tail_chars: 100,
+                ..PruneOptions::default()
+            };
+            let pruned = prune(before.clone(), &options);
+            check_common(format, &before, &pruned.conversation)?;
+            let again = prune(pruned.conversation.clone(), &options);
+            prop_assert!(again.report.edits.is_empty(), "{} not idempotent: {:?}", format, again.report.edits);
+            prop_assert_eq!(again.conversation.to_value(), pruned.conversation.to_value());
+            for (i, message) in before.messages().iter().enumerate() {
+                if !pruned.edited.contains(&i) {
+                    prop_assert_eq!(message.to_value(), pruned.conversation.messages()[i].to_value());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn evict_keeps_pairing_and_other_arguments_and_is_idempotent(steps in steps(), keep in 0..3usize) {
+        for format in Format::ALL {
+            let input = render(format, &steps);
+            let before = read(format, &input);
+            let options = EvictOptions { keep_last_assistant_turns: keep, ..EvictOptions::default() };
+            let evicted = evict(before.clone(), &options);
+            prop_assert_eq!(problems(&evicted.conversation), problems(&before));
+            prop_assert!(tokens(&evicted.conversation) <= tokens(&before));
+            let again = evict(evicted.conversation.clone(), &options);
+            prop_assert!(again.report.edits.is_empty(), "{} not idempotent", format);
+            for edit in &evicted.report.edits {
+                let Original::File { path } = &edit.original else { panic!("{edit:?}") };
+                prop_assert!(!path.is_empty());
+            }
+            // Only write/edit calls and their results change, never other tools' parts.
+            let others = |conv: &Conversation| -> Vec<String> {
+                conv.messages().iter().flat_map(|m| m.parts()).filter(|p| {
+                    p.kind() != PartKind::ToolResult && !matches!(p.tool_name(), Some("write_file" | "edit_file"))
+                }).map(|p| p.raw().to_string()).collect()
+            };
+            prop_assert_eq!(others(&evicted.conversation), others(&before));
+        }
+    }
+
+    #[test]
+    fn offload_replaces_only_what_a_confirmed_save_holds(steps in steps(), fails in prop::collection::vec(any::<bool>(), 0..40)) {
+        for format in Format::ALL {
+            let input = render(format, &steps);
+            let before = read(format, &input);
+            let options = OffloadOptions { session_id: "s".to_owned(), limit_tokens: 2_000, ..OffloadOptions::default() };
+            let plan = plan_messages(before.clone(), &options);
+            let saves: Vec<_> = plan.saves().cloned().collect();
+            let outcomes: Vec<Outcome> = (0..saves.len())
+                .map(|i| if fails.get(i).copied().unwrap_or(false) { Outcome::Failed("injected".to_owned()) } else { Outcome::Saved })
+                .collect();
+            let done = plan.apply(&outcomes);
+            check_common(format, &before, &done.conversation)?;
+            let failed = outcomes.iter().filter(|o| **o != Outcome::Saved).count();
+            prop_assert_eq!(done.report.failures.len(), failed);
+            prop_assert_eq!(done.report.edits.len(), saves.len() - failed);
+            // Every message not edited is as it was; every edit's original is in a confirmed save.
+            for (i, message) in before.messages().iter().enumerate() {
+                if !done.edited.contains(&i) {
+                    prop_assert_eq!(message.to_value(), done.conversation.messages()[i].to_value());
+                }
+            }
+            for edit in &done.report.edits {
+                let Original::Store { key, id } = &edit.original else { panic!() };
+                let at = saves.iter().position(|s| &s.key == key).unwrap();
+                prop_assert_eq!(&outcomes[at], &Outcome::Saved);
+                let (_, text) = decode(id, &saves[at].bytes).unwrap();
+                let original = before.messages()[edit.message_index].parts()[edit.part_index].raw().to_string();
+                let escaped = serde_json::to_string(text).unwrap();
+                prop_assert!(original.contains(escaped.trim_matches('"')), "{} the stored text is the original", format);
+            }
+            for failure in &done.report.failures {
+                let i = failure.message_index;
+                prop_assert_eq!(before.messages()[i].parts()[failure.part_index].raw(), done.conversation.messages()[i].parts()[failure.part_index].raw());
+            }
+        }
+    }
+}
