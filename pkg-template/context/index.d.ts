@@ -109,7 +109,11 @@ export interface ReadOffloaded extends ReadResult {
   rendered: string;
 }
 
-/** Reads an offloaded output by lines (`offset` from 1, default 1; `limit` default 200). */
+/**
+ * Reads an offloaded output by lines: `offset` from 1 (default 1), `limit` lines (default 200,
+ * at most 2,000 a read; `nextOffset` says where to go on, `null` at the end), each line cut to
+ * `lineChars` (default 300).
+ */
 export function readOffloaded(id: string, options: SessionStore & { offset?: number; limit?: number; lineChars?: number }): Promise<ReadOffloaded>;
 
 /** The outputs offloaded in a session. */

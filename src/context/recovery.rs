@@ -6,9 +6,10 @@
 //! one `loadRange`. The header's hash is checked on every read, so a store that hands back other
 //! bytes is reported, never shown to the model as the output.
 //!
-//! The search runs a pattern the model wrote. It uses the `regex` crate, whose matching is
-//! linear in the text whatever the pattern (no backtracking), with a bound on the compiled
-//! program's size, so no pattern can stall the host.
+//! The search runs a pattern the model wrote. It uses `regex-lite` (the small engine of the
+//! Rust `regex` project), whose matching takes time linear in the text whatever the pattern
+//! (a PikeVM, no backtracking), with a bound on the compiled program's size, so no pattern can
+//! stall the host.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -144,6 +145,7 @@ pub struct ReadResult {
     /// How many returned lines were cut to the cap.
     pub capped_lines: usize,
     /// The offset of the next read, or `null` at the end.
+    #[cfg_attr(target_arch = "wasm32", tsify(type = "number | null"))]
     pub next_offset: Option<usize>,
 }
 
@@ -267,16 +269,15 @@ impl Default for GrepOptions {
 
 /// A compiled search pattern.
 #[derive(Clone, Debug)]
-pub struct Pattern(regex::Regex);
+pub struct Pattern(regex_lite::Regex);
 
 impl Pattern {
-    /// Compiles `pattern` (Rust `regex` syntax, close to PCRE without look-around and
-    /// back-references), bounded to [`PATTERN_SIZE_LIMIT`].
+    /// Compiles `pattern` (Rust `regex` syntax, close to PCRE without look-around,
+    /// back-references or Unicode classes), bounded to [`PATTERN_SIZE_LIMIT`].
     pub fn new(pattern: &str, ignore_case: bool) -> Result<Pattern, RecoveryError> {
-        regex::RegexBuilder::new(pattern)
+        regex_lite::RegexBuilder::new(pattern)
             .case_insensitive(ignore_case)
             .size_limit(PATTERN_SIZE_LIMIT)
-            .dfa_size_limit(PATTERN_SIZE_LIMIT)
             .build()
             .map(Pattern)
             .map_err(|err| RecoveryError::Pattern(one_line(&err.to_string())))

@@ -1,0 +1,58 @@
+// Type-checks the context layer's functions as a consumer sees them: option and report types
+// come from the Rust types (tsify), the signatures from pkg-template/context/index.d.ts.
+import {
+  pruneMessages, evictToolInputs, offloadToolResult, offloadMessages, readOffloaded, listOffloaded,
+  grepOffloaded, recoveryTools, runRecoveryTool, ContextKeeperError,
+  type PruneOptions, type Report, type Edit, type Original, type Offloaded,
+} from "context-keeper";
+import { MemoryStore } from "context-keeper/stores";
+
+type OpenAIMessage = { role: "user" | "assistant" | "tool"; content: string | null; tool_call_id?: string };
+
+async function use(history: OpenAIMessage[]) {
+  const options: PruneOptions = { keepLastAssistantTurns: 3, tools: { deny: ["read_*"] }, model: "gpt-4o" };
+  const pruned = pruneMessages(history, options);
+  const same: OpenAIMessage[] = pruned.messages; // the input's own type comes back
+  const report: Report = pruned.report;
+  const edit: Edit | undefined = report.edits[0];
+  const where: Original | undefined = edit?.original;
+  if (where?.kind === "file") where.path.toUpperCase();
+  if (where?.kind === "store") where.id.toUpperCase();
+  const tokens: number = report.tokensSaved + (edit?.tokensBefore ?? 0);
+  evictToolInputs({ messages: history }, { tools: ["write_file"], inputFields: ["content"] });
+
+  const store = new MemoryStore();
+  const result = await offloadToolResult("output", { store, sessionId: "s", toolName: "bash", toolCallId: "c", timeoutMs: 5_000 });
+  const offloaded: Offloaded | null = result.offloaded;
+  const failure: string | undefined = result.failure;
+  await offloadMessages(history, { store, sessionId: "s", limitTokens: 10_000, format: "openai" });
+  const read = await readOffloaded(offloaded?.id ?? "", { store, sessionId: "s", offset: 1, limit: 200 });
+  const next: number | null = read.nextOffset;
+  const text: string = read.rendered;
+  const listed = await listOffloaded({ store, sessionId: "s" });
+  listed.offloads[0]?.toolName?.toUpperCase();
+  const grep = await grepOffloaded("error", { store, sessionId: "s", ignoreCase: true });
+  grep.matches[0]?.line.toFixed();
+  const openai = recoveryTools("openai");
+  openai[0]?.function.name satisfies "read_offloaded" | "list_offloaded" | "grep_offloaded";
+  const anthropic = recoveryTools("anthropic");
+  anthropic[0]?.input_schema;
+  const ai = recoveryTools("aisdk", { store, sessionId: "s" });
+  await ai.read_offloaded.execute?.({ id: "x" });
+  const out: string = await runRecoveryTool("grep_offloaded", { pattern: "x" }, { store, sessionId: "s" });
+  try {
+    pruneMessages(history);
+  } catch (error) {
+    if (error instanceof ContextKeeperError) {
+      const kind: "messages" | "options" | "store" | "timeout" | "notFound" | "corrupt" | "pattern" | "unavailable" | "internal" = error.kind;
+      const path: string | null = error.path;
+      void kind, path;
+    }
+  }
+  // @ts-expect-error: an unknown option is a type error too
+  pruneMessages(history, { keepLastTurns: 3 });
+  // @ts-expect-error: the store is required
+  await offloadToolResult("x", { sessionId: "s" });
+  void same, tokens, failure, next, text, out;
+}
+void use;

@@ -1,0 +1,182 @@
+// The context layer inside a real workerd (wrangler dev), in tests/workerd/context.js: a 2.6 MB
+// tool result offloaded into DurableObjectStore over a Durable Object's own storage (SQLite-
+// backed, and chunked at the KV-backed 128 KiB limit) and read back whole, by readOffloaded and
+// by the read_offloaded recovery tool, after wrangler was restarted (the object evicted, its
+// storage persisted to a directory); a save that hangs timing out inside the object; pruning and
+// eviction inside the Worker.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const wranglerBin = join(here, "..", "..", "node_modules", ".bin", "wrangler");
+
+// A config of its own (as the bundle test has): tests/workerd/wrangler.toml is the counting and
+// stores Worker's. In a temporary directory; wrangler resolves "context-keeper" from context.js.
+const dir = mkdtempSync(join(tmpdir(), "ck-wrangler-context-config-"));
+const config = join(dir, "wrangler.toml");
+writeFileSync(config, `name = "ck-context-test"
+main = ${JSON.stringify(join(here, "context.js"))}
+compatibility_date = "2026-04-01"
+send_metrics = false
+
+[[durable_objects.bindings]]
+name = "CONTEXT_SQLITE"
+class_name = "ContextSqlite"
+
+[[durable_objects.bindings]]
+name = "CONTEXT_KV_BACKED"
+class_name = "ContextKvBacked"
+
+[[migrations]]
+tag = "v1"
+new_sqlite_classes = ["ContextSqlite"]
+new_classes = ["ContextKvBacked"]
+`);
+const persistTo = mkdtempSync(join(tmpdir(), "ck-wrangler-context-"));
+
+/** A free TCP port on loopback. */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer().once("error", reject).listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+// NOTE: tests/workerd/wrangler.mjs's startWrangler, with this test's config in place of
+// tests/workerd/wrangler.toml (that helper takes no config).
+async function startWrangler() {
+  const [port, inspector] = [await freePort(), await freePort()];
+  const args = ["dev", "--config", config, "--ip", "127.0.0.1", "--port", String(port),
+    "--inspector-port", String(inspector), "--log-level", "info", "--persist-to", persistTo];
+  const child = spawn(wranglerBin, args, {
+    cwd: here,
+    detached: true, // its own process group, so the workerd it starts is stopped with it
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", CI: "true", NO_COLOR: "1" },
+  });
+  let output = "";
+  child.stdout.on("data", (d) => (output += d));
+  child.stderr.on("data", (d) => (output += d));
+  const stop = async () => {
+    if (child.exitCode !== null) return;
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    process.kill(-child.pid, "SIGTERM");
+    const timer = setTimeout(() => { try { process.kill(-child.pid, "SIGKILL"); } catch {} }, 5_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  const base = `http://127.0.0.1:${port}/`;
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`wrangler exited with ${child.exitCode}:\n${output}`);
+    try {
+      const res = await fetch(base);
+      if (res.ok) break;
+    } catch {}
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`wrangler did not serve within 90 s:\n${output}`);
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return { base, output: () => output, stop };
+}
+
+let wrangler;
+
+before(async () => {
+  wrangler = await startWrangler();
+});
+
+after(async () => {
+  await wrangler?.stop();
+  rmSync(persistTo, { recursive: true, force: true });
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function post(path) {
+  const res = await fetch(`${wrangler.base}${path}`, { method: "POST" });
+  const text = await res.text();
+  assert.equal(res.status, 200, `${path}: ${text.slice(0, 2000)}\n${wrangler.output().slice(-3000)}`);
+  return JSON.parse(text);
+}
+
+const KINDS = [["SQLite-backed", "sqlite"], ["KV-backed, 128 KiB chunks", "kv-backed"]];
+const offloads = {};
+
+for (const [name, kind] of KINDS) {
+  test(`a 2.6 MB result offloads into DurableObjectStore (${name}) inside a Durable Object`, async () => {
+    const result = await post(`context/${kind}/offload`);
+    offloads[kind] = result;
+    assert.equal(result.failure, null);
+    assert.ok(result.bytes > 2_000_000, `${result.bytes} bytes`);
+    assert.equal(result.offloaded.lines, 24_000);
+    assert.equal(result.offloaded.bytes, result.bytes);
+    assert.deepEqual(result.offloaded.key.slice(0, 3), ["context-keeper", "workerd-session", "offload"]);
+    assert.ok(result.pointer.startsWith(`[offloaded tool output id="${result.offloaded.id}"`), result.pointer);
+    assert.ok(result.pointerChars < 8_000);
+    // Over the backend's value limit: a manifest and its chunks, not one entry per record.
+    assert.ok(result.storageEntries > 2, `${result.storageEntries} storage entries`);
+    assert.deepEqual(result.swept.edited, [[5, "offload"]]);
+    assert.deepEqual(result.swept.failures, []);
+    assert.deepEqual(result.swept.same, result.swept.same.map((_, i) => i !== 5), "untouched messages are the caller's objects");
+    assert.deepEqual(result.swept.valid, []);
+  });
+}
+
+test("a save that never settles times out inside the Durable Object; the next offload stores the result", async () => {
+  const result = await post("context/sqlite/fault");
+  assert.equal(result.firstSame, true, "the caller's own value");
+  assert.equal(result.firstOffloaded, null);
+  assert.match(result.firstFailure, /timed out after 100 ms/);
+  assert.equal(result.secondFailure, null);
+  assert.equal(result.secondSame, true);
+  assert.deepEqual(result.error, { isContextKeeperError: true, kind: "notFound", path: "id" });
+});
+
+test("pruneMessages and evictToolInputs run inside the Worker", async () => {
+  const result = await post("context/prune");
+  assert.equal(result.unchanged, true, "the input is not mutated");
+  assert.equal(result.untouchedAreCallers, true);
+  assert.equal(result.actions.filter((a) => a === "hardClear").length, 4);
+  assert.equal(result.actions.filter((a) => a === "softTrim").length, 7);
+  assert.ok(result.tokensSaved > 10_000, `${result.tokensSaved} tokens saved`);
+  assert.deepEqual(result.valid, []);
+  assert.equal(result.lastResultWhole, true);
+  assert.equal(result.trimmed, true);
+  assert.equal(result.idempotent, 0);
+  assert.deepEqual(result.evicted, [[1, "evictInput", "src/f0.ts"], [3, "evictInput", "src/f1.ts"]]);
+  assert.equal(result.evictedPath, "src/f0.ts");
+  assert.equal(result.evictedPointer, true);
+  assert.deepEqual(result.error, { isContextKeeperError: true, kind: "options", path: "options.keepLastTurns" });
+});
+
+test("after a restart of wrangler, the offloaded results read back whole, also through read_offloaded", async () => {
+  assert.deepEqual(Object.keys(offloads).sort(), ["kv-backed", "sqlite"], "the offload tests ran first");
+  await wrangler.stop();
+  wrangler = await startWrangler();
+  for (const [, kind] of KINDS) {
+    const result = await post(`context/${kind}/read`);
+    assert.equal(result.id, offloads[kind].offloaded.id, kind);
+    assert.deepEqual(result.listed, [{ toolCallId: "call_1", lines: 3_000 }, { toolCallId: "call_big", lines: 24_000 }], kind);
+    assert.deepEqual(result.damaged, []);
+    assert.equal(result.same, true, `${kind}: read back ${result.readLength} of ${result.outputLength} characters`);
+    assert.equal(result.reads, 12);
+    assert.equal(result.totalLines, 24_000);
+    assert.equal(result.toolHasLastLines, true, result.tool);
+    assert.equal(result.toolEnds, true, result.tool);
+    assert.deepEqual(result.grep, [23990, 23991, 23992, 23993, 23994, 23995, 23996, 23997, 23998, 23999]);
+    assert.equal(result.grepTexts, true);
+    assert.match(result.grepTool, /L12345:/);
+    assert.match(result.missing, /^Error: no offloaded output has id "nope"/);
+    assert.equal(result.sweptSame, true);
+  }
+});
