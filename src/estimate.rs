@@ -101,8 +101,17 @@ const W_HUGE: usize = SPACED_PUNCT + 1;
 const LATIN_PAIRS: usize = W_HUGE + 1;
 const CYRILLIC_PAIRS: usize = LATIN_PAIRS + 1;
 
+/// A lone punctuation character before a word (as [`PUNCT_LED`] and [`SPACED_PUNCT`]), by the
+/// group of the character ([`C_PUNCT_MID`], [`C_PUNCT_TAG`], [`C_PUNCT_SEP`],
+/// [`C_PUNCT_PATH`]): o200k_base has `_name`, `.py` and `(self` as one token, but cuts `<`
+/// (`<` `output`), `` ` ``, `[`, `"`, `:` off most words, `-`, `=` off about a third of them,
+/// and has most path segments (`/models`) as one token. Paths, tags, flags and quoted names in
+/// agent traffic are made of these.
+const LED_MID: usize = CYRILLIC_PAIRS + 1;
+const SPACED_MID: usize = LED_MID + 4;
+
 /// The number of counters [`features`] fills.
-pub(crate) const FEATURES: usize = CYRILLIC_PAIRS + 1;
+pub(crate) const FEATURES: usize = SPACED_MID + 4;
 
 /// For each small ASCII letter (and a 27th "no letter"), the letters that rarely follow it in
 /// English and code, as a bit set (bit 0 = `a`): pairs under 0.02% of all letter pairs in the
@@ -141,41 +150,44 @@ const RARE: [u32; 32] = [
 #[rustfmt::skip]
 pub(crate) const WEIGHTS: [f64; FEATURES] = [
     // ASCII word pieces of 1..=16 letters.
-    1.039, 0.848, 1.075, 0.819, 1.154, 0.950, 1.169, 0.940,
-    1.315, 0.920, 0.676, 2.666, 1.889, 2.317, 3.647, 4.098,
+    0.936, 0.806, 1.045, 0.947, 1.065, 0.828, 1.097, 1.090,
+    1.130, 1.416, 1.270, 1.812, 1.998, 2.181, 3.823, 4.474,
     // Letters beyond 16, all-capital letters, punctuation-led pieces.
-    0.000, 0.085, 0.270,
+    0.137, 0.106, 0.118,
     // Mixed ASCII and other letters: pieces, their ASCII letters.
-    1.167, 0.010,
+    1.183, 0.065,
     // Pieces without ASCII, by script: Latin with diacritics, IPA and marks, Greek, Cyrillic,
     // Armenian, Hebrew and Georgian, Arabic, Devanagari, other Indic, Thai, kana, Han,
     // Hangul, Ethiopic, Lao/Tibetan/Myanmar/Khmer, Cherokee and syllabics, other (Syriac,
     // Thaana, ...).
-    0.677, 0.231, 0.592, 0.000, 0.993, 0.564, 0.345, 0.762,
-    0.663, 0.128, 0.000, 0.416, 0.820, 1.927, 1.052, 0.203,
+    0.714, 0.173, 0.586, 0.000, 1.043, 0.559, 0.353, 0.764,
+    0.675, 0.080, 0.219, 0.414, 0.810, 1.879, 1.060, 0.133,
     // Letters outside ASCII, by script (same order).
-    0.200, 1.502, 0.310, 0.297, 0.241, 0.229, 0.266, 0.303,
-    0.432, 0.726, 0.476, 0.632, 2.041, 0.961, 2.972, 3.234,
+    0.254, 1.514, 0.308, 0.286, 0.230, 0.227, 0.263, 0.302,
+    0.432, 0.680, 0.485, 0.635, 2.016, 0.874, 2.973, 3.238,
     // Digit groups.
-    1.089,
+    1.083,
     // Punctuation runs of 1..=4, characters beyond, bytes outside ASCII, with newlines.
-    0.954, 1.114, 1.140, 1.547, 0.100, 0.283, 0.000,
+    1.045, 1.169, 1.234, 1.829, 0.100, 0.430, 0.010,
     // Newline pieces, their characters beyond the first.
-    1.158, 0.066,
+    1.049, 0.066,
     // Space runs of 1..=4, runs of 80 beyond the first, a space before digits.
-    0.624, 1.297, 0.816, 0.752, 0.800, 1.007,
+    0.617, 0.922, 0.663, 0.800, 0.800, 0.884,
     // Words ending in a vowel, their letters.
-    0.104, 0.077,
+    0.039, 0.126,
     // Rare letter pairs; Cyrillic, Arabic and Latin letters outside the core alphabets.
-    0.992, 0.293, 0.000, 0.087,
+    0.709, 0.271, 0.000, 0.043,
     // Letters of long pieces without ASCII, by script (same order).
-    0.000, 0.000, 0.000, 0.000, 0.000, 0.000, 0.195, 0.000,
-    0.000, 0.000, 0.590, 0.175, 0.068, 0.000, 0.030, 0.019,
+    0.000, 0.000, 0.000, 0.000, 0.000, 0.039, 0.202, 0.000,
+    0.000, 0.000, 0.523, 0.191, 0.058, 0.000, 0.027, 0.000,
     // Blank lines, spaces before a newline, a lone space-led punctuation before a letter,
     // letters beyond 32.
-    0.115, 0.079, 1.304, 0.250,
+    0.000, 0.302, 0.702, 0.250,
     // Rare pairs of Latin letters with diacritics, of Cyrillic letters.
-    0.830, 0.861,
+    0.751, 0.930,
+    // A lone `-` `=` `,`, a lone `<`, another lone ASCII punctuation character, a lone `/`,
+    // before a word; the same after a space.
+    0.582, 1.409, 0.855, 0.373, 0.877, 1.291, 1.174, 1.189,
 ];
 
 /// The script bucket of a code point outside ASCII.
@@ -703,6 +715,40 @@ const C_WIDE_UPPER: u8 = 8;
 const C_WIDE_CASELESS: u8 = 9;
 /// Before the start and after the end of the text.
 const C_EDGE: u8 = 10;
+/// ASCII punctuation that o200k_base joins to a word after it otherwise than `_`, `.`, `(`
+/// and `'` (which stay [`C_PUNCT`], nearly always joined): `-`, `=`, `,` about a third of the
+/// time ([`C_PUNCT_MID`]), `<` (tags; [`C_PUNCT_TAG`]), the rest of ASCII punctuation hardly
+/// ever ([`C_PUNCT_SEP`]), and `/` (paths; [`C_PUNCT_PATH`]). Runs of punctuation go on across
+/// all five; only the last character of a run decides its event. In `TABLES.class` they read
+/// as [`C_PUNCT`] in the low three bits, their group in the five above ([`PUNCT_GROUP`]).
+const C_PUNCT_MID: u8 = 11;
+const C_PUNCT_TAG: u8 = 12;
+const C_PUNCT_SEP: u8 = 13;
+const C_PUNCT_PATH: u8 = 14;
+
+/// The high five bits of the `TABLES.class` entry of punctuation of [`C_PUNCT_MID`] (then
+/// [`C_PUNCT_TAG`], [`C_PUNCT_SEP`], [`C_PUNCT_PATH`]): letter columns from 27 on, which
+/// `TABLES.rare_after` never holds (26 letters), so they never make a rare letter pair.
+const PUNCT_GROUP: u8 = 27;
+
+const fn is_punct(c: u8) -> bool {
+    matches!(
+        c,
+        C_PUNCT | C_PUNCT_MID | C_PUNCT_TAG | C_PUNCT_SEP | C_PUNCT_PATH
+    )
+}
+
+/// The class the scanner steps with for a `TABLES.class` entry: its low three bits, but the
+/// group for punctuation of [`C_PUNCT_MID`] to [`C_PUNCT_PATH`].
+#[inline(always)]
+const fn step_class(c: u8) -> u8 {
+    let group = c >> 3;
+    if c & 7 == C_PUNCT && group >= PUNCT_GROUP {
+        C_PUNCT_MID + (group - PUNCT_GROUP)
+    } else {
+        c & 7
+    }
+}
 
 const fn is_letter(c: u8) -> bool {
     matches!(
@@ -725,7 +771,12 @@ const fn class_table() -> [u8; 256] {
             b'0'..=b'9' => C_DIGIT,
             b' ' | b'\t' | 0x0b | 0x0c => C_SPACE,
             b'\n' | b'\r' => C_NEWLINE,
-            _ => C_PUNCT,
+            b'-' | b'=' | b',' => C_PUNCT | PUNCT_GROUP << 3,
+            b'/' => C_PUNCT | (PUNCT_GROUP + 3) << 3,
+            b'<' => C_PUNCT | (PUNCT_GROUP + 1) << 3,
+            b'_' | b'.' | b'(' | b'\'' | b')' | b'\\' | b'%' => C_PUNCT,
+            0..=0x1f | 0x7f => C_PUNCT,
+            _ => C_PUNCT | (PUNCT_GROUP + 2) << 3,
         };
         b += 1;
     }
@@ -756,6 +807,12 @@ const E_PUNCT_WORD: u8 = 12;
 const E_PUNCT_WORD_SPACED: u8 = 13;
 const E_PUNCT_NEWLINE: u8 = 14;
 const E_PUNCT: u8 = 15;
+/// A lone punctuation character of [`C_PUNCT_MID`] to [`C_PUNCT_PATH`] ended before a letter,
+/// with no space before it (four events, one a group), then with one (four more); longer runs
+/// ending in one are priced as [`E_PUNCT_WORD`]'s and [`E_PUNCT_WORD_SPACED`]'s.
+const E_LED_MID: u8 = 16;
+const E_SPACED_MID: u8 = E_LED_MID + 4;
+const E_SPACED_END: u8 = E_SPACED_MID + 4;
 
 /// The event when `next` follows `prev`, with `before` before `prev`.
 const fn event(before: u8, prev: u8, next: u8) -> u8 {
@@ -766,7 +823,9 @@ const fn event(before: u8, prev: u8, next: u8) -> u8 {
         if !(small && capital) {
             return 0;
         }
-    } else if prev == next && matches!(prev, C_DIGIT | C_SPACE | C_NEWLINE | C_PUNCT) {
+    } else if prev == next && matches!(prev, C_DIGIT | C_SPACE | C_NEWLINE)
+        || is_punct(prev) && is_punct(next)
+    {
         return 0;
     }
     match prev {
@@ -777,7 +836,7 @@ const fn event(before: u8, prev: u8, next: u8) -> u8 {
         C_SPACE if is_letter(next) => E_SPACES_WORD,
         C_SPACE => match next {
             C_DIGIT => E_SPACES_DIGIT,
-            C_PUNCT => E_SPACES_PUNCT,
+            C_PUNCT | C_PUNCT_MID | C_PUNCT_TAG | C_PUNCT_SEP | C_PUNCT_PATH => E_SPACES_PUNCT,
             C_NEWLINE => E_SPACES_NEWLINE,
             _ => E_SPACES_END,
         },
@@ -786,8 +845,17 @@ const fn event(before: u8, prev: u8, next: u8) -> u8 {
         // is the only case it matters for (see [`run_adds`]).
         C_PUNCT if is_letter(next) && before == C_SPACE => E_PUNCT_WORD_SPACED,
         C_PUNCT if is_letter(next) => E_PUNCT_WORD,
-        C_PUNCT if next == C_NEWLINE => E_PUNCT_NEWLINE,
-        C_PUNCT => E_PUNCT,
+        // The group of the last character of a run; `before` is a space only for a lone one.
+        C_PUNCT_MID | C_PUNCT_TAG | C_PUNCT_SEP | C_PUNCT_PATH if is_letter(next) => {
+            let group = prev - C_PUNCT_MID;
+            if before == C_SPACE {
+                E_SPACED_MID + group
+            } else {
+                E_LED_MID + group
+            }
+        }
+        _ if is_punct(prev) && next == C_NEWLINE => E_PUNCT_NEWLINE,
+        _ if is_punct(prev) => E_PUNCT,
         _ => E_NONE,
     }
 }
@@ -807,8 +875,8 @@ const fn event_table() -> [u8; 4096] {
 
 /// Runs of this length or longer are priced one by one ([`long_run`]); shorter ones by cell.
 const LONG_RUN: usize = 31;
-/// Cells: event (16) x run length (0..=31; long runs are priced apart).
-const CELLS: usize = 16 * 32;
+/// Cells: event (32) x run length (0..=31; long runs are priced apart).
+const CELLS: usize = 32 * 32;
 
 /// The counters one run adds: up to six (counter, amount) pairs, amount 0 for none.
 #[derive(Clone, Copy)]
@@ -894,7 +962,17 @@ const fn run_adds(event: u8, n: i64) -> Adds {
         // A lone punctuation character leads the word after it, unless a space leads it.
         E_PUNCT_WORD if n == 1 => Adds::one(PUNCT_LED, 1),
         E_PUNCT_WORD_SPACED if n == 1 => Adds::one(SPACED_PUNCT, 1),
-        E_PUNCT_WORD | E_PUNCT_WORD_SPACED | E_PUNCT_NEWLINE | E_PUNCT => {
+        // The same, by the group of the character (E_LED_MID.. and E_SPACED_MID.. are in the
+        // order of LED_MID.. and SPACED_MID..).
+        E_LED_MID..E_SPACED_MID if n == 1 => Adds::one(LED_MID + (event - E_LED_MID) as usize, 1),
+        E_SPACED_MID..E_SPACED_END if n == 1 => {
+            Adds::one(SPACED_MID + (event - E_SPACED_MID) as usize, 1)
+        }
+        E_LED_MID..E_SPACED_END
+        | E_PUNCT_WORD
+        | E_PUNCT_WORD_SPACED
+        | E_PUNCT_NEWLINE
+        | E_PUNCT => {
             // Newlines right after punctuation join its piece: the newline run that follows
             // takes back its [`NEWLINES`].
             let newline = (event == E_PUNCT_NEWLINE) as i64;
@@ -996,7 +1074,7 @@ const fn rare_after() -> [u32; 256] {
 struct Tables {
     /// The class of each byte (low three bits; bytes from 0x80 on read as punctuation, the
     /// fast path never sees them) and, for small letters, its letter column (`b & 31`, 1 for
-    /// `a`) above, for `rare_after`.
+    /// `a`) above, for `rare_after`; for punctuation, its group ([`step_class`]).
     class: [u8; 256],
     /// Letter pairs: for each byte, the small letters that rarely follow it (bit `b & 31`
     /// set), from [`RARE`]; 0 for bytes that are no ASCII letter.
@@ -1009,8 +1087,8 @@ struct Tables {
     /// a rare letter pair: those cells weigh one [`RARE_PAIRS`] more.
     cell: [i64; 2 * CELLS],
     /// For each two ASCII bytes `p` then `b` (at `p | b << 8`, with [`SPACED`] added when a
-    /// space came before `p`), the event ending at `p` (low four bits, as in `event`) and
-    /// whether the letter pair is rare (bit 4; bits 5 to 7 are free).
+    /// space came before `p`), the event ending at `p` (low five bits, as in `event`) and
+    /// whether the letter pair is rare (bit 5; bits 6 and 7 are free).
     pair: [u8; PAIRS],
     /// [`info_of`] each code point of two UTF-8 bytes (0x80 to 0x7ff, and those below for
     /// bytes that are no UTF-8).
@@ -1073,7 +1151,7 @@ const fn pair_table() -> [u8; PAIRS] {
     let mut i = 0;
     while i < PAIRS {
         let (p, b) = (i & 0x7f, (i >> 8) & 0x7f);
-        let prev = class[p] & 7;
+        let prev = step_class(class[p]);
         // `event` looks at the class before `prev` only to tell a space from the rest.
         let before = if i as u64 & SPACED != 0 {
             C_SPACE
@@ -1082,7 +1160,7 @@ const fn pair_table() -> [u8; PAIRS] {
         };
         let c = class[b];
         let pair = (rare[p] >> (c >> 3)) & 1;
-        t[i] = event(before, prev, c & 7) | (pair as u8) << 4;
+        t[i] = event(before, prev, step_class(c)) | (pair as u8) << 5;
         i += 1;
     }
     t
@@ -1276,7 +1354,7 @@ fn ascii_after_wide(st: &mut State, sink: &mut impl Sink, b: u8) {
 #[inline(always)]
 fn step(st: &mut State, sink: &mut impl Sink, class: u8) -> bool {
     st.classes = (st.classes << 4 | usize::from(class)) & 0xfff;
-    let row = usize::from(TABLES.event.get(st.classes).copied().unwrap_or(0) & 15) << 5;
+    let row = usize::from(TABLES.event.get(st.classes).copied().unwrap_or(0) & 31) << 5;
     // NOTE: `len & 31`, not `len.min(31)`: a long run lands in the wrong cell, which the
     // (rare, so well predicted) branch below takes back. A long run that goes on (row 0)
     // landed in a cell that weighs nothing.
@@ -1308,7 +1386,7 @@ fn pair_step(st: &mut State, b: u8, c: u8) {
 fn ascii_step(st: &mut State, sink: &mut impl Sink, b: u8) {
     let c = byte_class(b);
     pair_step(st, b, c);
-    step(st, sink, c & 7);
+    step(st, sink, step_class(c));
 }
 
 /// [`ascii_step`] over `bytes`, out of the hot loop: the bytes of a block where a run may
@@ -1340,8 +1418,18 @@ fn fast_state(st: &State) -> Option<u64> {
         C_DIGIT => b'0',
         C_SPACE => b' ',
         C_NEWLINE => b'\n',
-        C_PUNCT if prev == C_SPACE => return Some(SPACED | u64::from(b'!')),
-        C_PUNCT => b'!',
+        C_PUNCT | C_PUNCT_MID | C_PUNCT_TAG | C_PUNCT_SEP | C_PUNCT_PATH => {
+            // A byte of the group stands for the last one.
+            let b = match last {
+                C_PUNCT => b'.',
+                C_PUNCT_MID => b'-',
+                C_PUNCT_TAG => b'<',
+                C_PUNCT_PATH => b'/',
+                _ => b'!',
+            };
+            let spaced = if prev == C_SPACE { SPACED } else { 0 };
+            return Some(spaced | u64::from(b));
+        }
         C_LOWER | C_VOWEL | C_UPPER if byte_class(st.last) & 7 == last => st.last,
         _ => return None,
     };
@@ -1352,8 +1440,8 @@ fn fast_state(st: &State) -> Option<u64> {
 #[inline(always)]
 fn leave_fast(st: &mut State, p: u64, len: usize) {
     let b = (p & 0x7f) as u8;
-    let class = byte_class(b) & 7;
-    let before = if p & SPACED != 0 && class == C_PUNCT {
+    let class = step_class(byte_class(b));
+    let before = if p & SPACED != 0 && is_punct(class) {
         C_SPACE
     } else {
         class
@@ -1490,7 +1578,7 @@ fn fast_bytes<S: Sink>(sink: &mut S, w: u64, p: u64, mut len: usize, n: usize) -
             .unwrap_or(0);
         // The event and the rare pair bit: a cell from 0 to 2 * CELLS - 1 (`len` is below 31).
         sink.cell((usize::from(e) << 5 | len) & (2 * CELLS - 1));
-        len = if e & 15 != 0 { 1 } else { len + 1 };
+        len = if e & 31 != 0 { 1 } else { len + 1 };
     }
     match n.min(8) {
         0 => (p, len),
@@ -1550,7 +1638,7 @@ fn char_step(st: &mut State, sink: &mut impl Sink, b: &[u8]) -> usize {
         let c = byte_class(lead);
         ascii_after_wide(st, sink, lead);
         pair_step(st, lead, c);
-        let mut class = c & 7;
+        let mut class = step_class(c);
         // Inside a word holding letters outside ASCII, ASCII letters count with them.
         if st.wide && is_letter(class) {
             let wide = if class == C_UPPER {
@@ -1815,7 +1903,7 @@ mod tests {
     #[test]
     fn fast_path_is_the_slow_path() {
         let alphabet: Vec<char> =
-            "abcdeiouxyzqjAEIOUXZ0189    \n\n\r\t\u{b}\u{c}.,;:!?(){}\"'-_=éÑłŋжЖљё中🎉\u{3000}—"
+            "abcdeiouxyzqjAEIOUXZ0189    \n\n\r\t\u{b}\u{c}.,;:!?(){}\"'-_=</>`éÑłŋжЖљё中🎉\u{3000}—"
                 .chars()
                 .collect();
         let mut seed = 12345u64;
