@@ -8,6 +8,7 @@
 //   node bench/agent.mjs --dump=DIR            # also write DIR/agent-{fit,held-out}.json for
 //                                              # examples/estimate_fit.rs
 //   node bench/agent.mjs --worst=20            # the messages the estimator misses most
+//   node bench/agent.mjs --convs               # each conversation's error (on stderr)
 //
 // A message is counted as the strings a request carries for it: its text, and for each tool
 // call its name and its arguments (JSON), each string counted on its own and summed, as
@@ -110,6 +111,7 @@ async function main() {
         worst.push({ err: errs["context-keeper"], x, e: estimates[ci][mi]["context-keeper"], kind: m.kind, text: m.pieces.join(" | ") });
       });
       conv.push(Object.fromEntries(names.map((n) => [n, (totals[n] - total) / total])));
+      if (args.convs) console.error(`${encoding} ${c.harness} ${c.run}: ${total} tokens, ${names.map((n) => `${n} ${signed((totals[n] - total) / total)}`).join(", ")}`);
     });
     console.log(`\n### ${encoding}, per message, by kind\n`);
     const head = names.map((n) => `${n} mean | p90 | signed median`).join(" | ");

