@@ -177,7 +177,7 @@ fn family(text: &str) -> &'static str {
 }
 
 fn estimate_with(w: &[f64; FEATURES], f: &[u64; FEATURES]) -> f64 {
-    let t: f64 = f.iter().zip(w).map(|(&n, &w)| n as f64 * w).sum();
+    let t: f64 = f.iter().zip(w).map(|(&n, &w)| n as i64 as f64 * w).sum();
     t.round().max(1.0)
 }
 
@@ -368,7 +368,7 @@ fn fit(samples: &[Sample]) -> [f64; FEATURES] {
         let mut a = vec![vec![0.0; FEATURES]; FEATURES];
         let mut b = vec![0.0; FEATURES];
         for s in &fit {
-            let x: Vec<f64> = s.f.iter().map(|&n| n as f64).collect();
+            let x: Vec<f64> = s.f.iter().map(|&n| n as i64 as f64).collect();
             let pred: f64 = x.iter().zip(&w).map(|(x, w)| x * w).sum();
             let rel = if iter == 0 {
                 1.0

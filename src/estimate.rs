@@ -103,7 +103,7 @@ const CYRILLIC_PAIRS: usize = LATIN_PAIRS + 1;
 
 /// A lone punctuation character before a word (as [`PUNCT_LED`] and [`SPACED_PUNCT`]), by the
 /// group of the character ([`C_PUNCT_MID`], [`C_PUNCT_TAG`], [`C_PUNCT_SEP`],
-/// [`C_PUNCT_PATH`]): o200k_base has `_name`, `.py` and `(self` as one token, but cuts `<`
+/// [`C_PUNCT_PATH`]): o200k_base has `_name`, `.py`, `(self` and `,null` as one token, but cuts `<`
 /// (`<` `output`), `` ` ``, `[`, `"`, `:` off most words, `-`, `=` off about a third of them,
 /// and has most path segments (`/models`) as one token. Paths, tags, flags and quoted names in
 /// agent traffic are made of these.
@@ -117,8 +117,14 @@ const RARE_EARLY: usize = SPACED_MID + 4;
 /// The last letter count (before the second letter of the pair) of [`RARE_EARLY`].
 const EARLY: usize = 2;
 
+/// Taken back (counted -1) for a word piece of three small letters or more right before `<`:
+/// in code, the angle bracket of a generic type, which o200k_base joins to the name after it
+/// (`Vec<u32>`: `<u`), where a tag's `<` after a newline, a space or `>` stands alone
+/// ([`LED_MID`]'s group of `<`). (Shorter words before `<` are mostly comparisons, `i<n`.)
+const GENERIC: usize = RARE_EARLY + 1;
+
 /// The number of counters [`features`] fills.
-pub(crate) const FEATURES: usize = RARE_EARLY + 1;
+pub(crate) const FEATURES: usize = GENERIC + 1;
 
 /// For each small ASCII letter (and a 27th "no letter"), the letters that rarely follow it in
 /// English and code, as a bit set (bit 0 = `a`): pairs under 0.02% of all letter pairs in the
@@ -160,46 +166,47 @@ const RARE: [u32; 32] = [
 #[rustfmt::skip]
 pub(crate) const WEIGHTS: [f64; FEATURES] = [
     // ASCII word pieces of 1..=16 letters.
-    0.962, 0.862, 1.070, 0.958, 1.054, 0.763, 1.077, 1.041,
-    1.121, 1.345, 1.358, 1.489, 1.808, 1.746, 3.989, 4.836,
+    0.992, 0.865, 1.105, 0.958, 1.060, 0.737, 1.054, 1.003,
+    1.152, 1.190, 1.490, 1.435, 1.604, 1.246, 4.162, 5.162,
     // Letters beyond 16, all-capital letters, punctuation-led pieces.
-    0.000, 0.113, 0.126,
+    0.000, 0.108, 0.130,
     // Mixed ASCII and other letters: pieces, their ASCII letters.
-    1.102, 0.033,
+    1.041, 0.024,
     // Pieces without ASCII, by script: Latin with diacritics, IPA and marks, Greek, Cyrillic,
     // Armenian, Hebrew and Georgian, Arabic, Devanagari, other Indic, Thai, kana, Han,
     // Hangul, Ethiopic, Lao/Tibetan/Myanmar/Khmer, Cherokee and syllabics, other (Syriac,
     // Thaana, ...).
-    0.930, 0.080, 0.584, 0.090, 1.123, 0.563, 0.372, 0.766,
-    0.699, 0.009, 0.564, 0.409, 0.807, 1.893, 1.071, 0.000,
+    1.175, 0.000, 0.582, 0.190, 1.216, 0.576, 0.402, 0.766,
+    0.738, 0.000, 0.947, 0.400, 0.803, 1.903, 1.083, 0.000,
     // Letters outside ASCII, by script (same order).
-    0.292, 1.662, 0.307, 0.275, 0.209, 0.223, 0.257, 0.301,
-    0.432, 0.684, 0.493, 0.638, 2.016, 0.870, 2.969, 3.277,
+    0.328, 1.715, 0.307, 0.259, 0.186, 0.219, 0.248, 0.300,
+    0.430, 0.681, 0.502, 0.639, 2.017, 0.868, 2.965, 3.334,
     // Digit groups.
-    1.054,
+    1.033,
     // Punctuation runs of 1..=4, characters beyond, bytes outside ASCII, with newlines.
-    1.073, 1.184, 1.236, 1.902, 0.100, 0.423, 0.000,
+    1.095, 1.201, 1.228, 1.925, 0.100, 0.421, 0.000,
     // Newline pieces, their characters beyond the first.
-    1.048, 0.066,
+    1.041, 0.066,
     // Space runs of 1..=4, runs of 80 beyond the first, a space before digits.
-    0.679, 0.898, 0.655, 0.832, 0.800, 0.865,
+    0.689, 0.907, 0.698, 0.845, 0.800, 0.854,
     // Words ending in a vowel, their letters.
-    0.025, 0.133,
+    0.162, 0.112,
     // Rare letter pairs; Cyrillic, Arabic and Latin letters outside the core alphabets.
-    1.136, 0.212, 0.000, 0.048,
+    1.194, 0.242, 0.000, 0.059,
     // Letters of long pieces without ASCII, by script (same order).
-    0.000, 0.000, 0.000, 0.000, 0.000, 0.075, 0.213, 0.000,
-    0.000, 0.000, 0.450, 0.216, 0.037, 0.000, 0.022, 0.000,
+    0.000, 0.000, 0.000, 0.000, 0.000, 0.098, 0.230, 0.000,
+    0.000, 0.000, 0.389, 0.243, 0.004, 0.000, 0.016, 0.000,
     // Blank lines, spaces before a newline, a lone space-led punctuation before a letter,
     // letters beyond 32.
-    0.000, 0.446, 0.490, 0.250,
+    0.032, 0.478, 0.472, 0.250,
     // Rare pairs of Latin letters with diacritics, of Cyrillic letters.
-    0.746, 0.908,
-    // A lone `-` `=` `,`, a lone `<`, another lone ASCII punctuation character, a lone `/`,
+    0.760, 0.875,
+    // A lone `-` or `=`, a lone `<`, another lone ASCII punctuation character, a lone `/`,
     // before a word; the same after a space.
-    0.614, 1.523, 0.858, 0.370, 0.699, 1.276, 1.160, 1.038,
-    // Rare letter pairs among the first letters of a word.
-    0.345,
+    0.613, 1.670, 0.803, 0.382, 0.638, 1.248, 1.133, 0.880,
+    // Rare letter pairs among the first letters of a word; a word right before `<` (taken
+    // back).
+    0.326, 1.557,
 ];
 
 /// The script bucket of a code point outside ASCII.
@@ -727,8 +734,8 @@ const C_WIDE_UPPER: u8 = 8;
 const C_WIDE_CASELESS: u8 = 9;
 /// Before the start and after the end of the text.
 const C_EDGE: u8 = 10;
-/// ASCII punctuation that o200k_base joins to a word after it otherwise than `_`, `.`, `(`
-/// and `'` (which stay [`C_PUNCT`], nearly always joined): `-`, `=`, `,` about a third of the
+/// ASCII punctuation that o200k_base joins to a word after it otherwise than `_`, `.`, `(`,
+/// `'` and `,` (which stay [`C_PUNCT`], nearly always joined): `-` and `=` about a third of the
 /// time ([`C_PUNCT_MID`]), `<` (tags; [`C_PUNCT_TAG`]), the rest of ASCII punctuation hardly
 /// ever ([`C_PUNCT_SEP`]), and `/` (paths; [`C_PUNCT_PATH`]). Runs of punctuation go on across
 /// all five; only the last character of a run decides its event. In `TABLES.class` they read
@@ -783,10 +790,10 @@ const fn class_table() -> [u8; 256] {
             b'0'..=b'9' => C_DIGIT,
             b' ' | b'\t' | 0x0b | 0x0c => C_SPACE,
             b'\n' | b'\r' => C_NEWLINE,
-            b'-' | b'=' | b',' => C_PUNCT | PUNCT_GROUP << 3,
+            b'-' | b'=' => C_PUNCT | PUNCT_GROUP << 3,
             b'/' => C_PUNCT | (PUNCT_GROUP + 3) << 3,
             b'<' => C_PUNCT | (PUNCT_GROUP + 1) << 3,
-            b'_' | b'.' | b'(' | b'\'' | b')' | b'\\' | b'%' => C_PUNCT,
+            b'_' | b'.' | b'(' | b'\'' | b')' | b'\\' | b'%' | b',' => C_PUNCT,
             0..=0x1f | 0x7f => C_PUNCT,
             _ => C_PUNCT | (PUNCT_GROUP + 2) << 3,
         };
@@ -825,6 +832,9 @@ const E_PUNCT: u8 = 15;
 const E_LED_MID: u8 = 16;
 const E_SPACED_MID: u8 = E_LED_MID + 4;
 const E_SPACED_END: u8 = E_SPACED_MID + 4;
+/// A word of ASCII letters ended on a small letter, on `a` `i` `o` `u`, before `<` ([`GENERIC`]).
+const E_WORD_LT: u8 = E_SPACED_END;
+const E_WORD_VOWEL_LT: u8 = E_WORD_LT + 1;
 
 /// The event when `next` follows `prev`, with `before` before `prev`.
 const fn event(before: u8, prev: u8, next: u8) -> u8 {
@@ -841,6 +851,8 @@ const fn event(before: u8, prev: u8, next: u8) -> u8 {
         return 0;
     }
     match prev {
+        C_LOWER if next == C_PUNCT_TAG => E_WORD_LT,
+        C_VOWEL if next == C_PUNCT_TAG => E_WORD_VOWEL_LT,
         C_LOWER => E_WORD,
         C_VOWEL => E_WORD_VOWEL,
         C_UPPER => E_WORD_CAPS,
@@ -925,14 +937,18 @@ const fn bucket(n: i64, buckets: usize) -> usize {
 /// The counters a run of `n` characters (at least 1) ending in `event` adds.
 const fn run_adds(event: u8, n: i64) -> Adds {
     match event {
-        E_WORD | E_WORD_VOWEL | E_WORD_CAPS => {
+        E_WORD | E_WORD_VOWEL | E_WORD_CAPS | E_WORD_LT | E_WORD_VOWEL_LT => {
             let caps = if event == E_WORD_CAPS && n >= 2 { n } else { 0 };
-            let vowel = (event == E_WORD_VOWEL && n >= 4) as i64;
+            let vowel_end = matches!(event, E_WORD_VOWEL | E_WORD_VOWEL_LT);
+            let vowel = (vowel_end && n >= 4) as i64;
+            // A word before `<` is never all capitals: the slot of CAPS takes GENERIC.
+            let lt = matches!(event, E_WORD_LT | E_WORD_VOWEL_LT) && n >= 3;
+            let (caps_at, caps) = if lt { (GENERIC, -1) } else { (CAPS, caps) };
             Adds {
                 at: [
                     W_FIRST + bucket(n, WORD_BUCKETS),
                     W_LONG,
-                    CAPS,
+                    caps_at,
                     VOWEL_END,
                     VOWEL_END_LETTERS,
                     W_HUGE,
@@ -1796,7 +1812,8 @@ fn end_of_text<S: Sink>(mut st: State, mut sink: S) -> S {
     sink
 }
 
-/// The counters the estimate weighs: see the feature indices above.
+/// The counters the estimate weighs: see the feature indices above. They are two's
+/// complement: [`GENERIC`] counts down (read them `as i64`).
 // NOTE: the estimate adds the weights as it goes; the counters themselves are for
 // `examples/estimate_fit.rs` (which compiles this file in) and the tests.
 #[allow(dead_code)]
@@ -1865,6 +1882,7 @@ mod tests {
             "The quick brown fox jumps over the lazy dog.",
             "fn main() {\n    let x = parseJSON(&input)?;\n}\n\n\n  \n",
             "{\"name\": \"context-keeper\", \"count\": 42, \"pi\": 3.14159}",
+            "let v: Vec<u32> = x; <output>\n</output> <a href=\"/x/y\">`z` [w] -n --no-deps",
             "Все люди рождаются свободными; 人人生而自由; Declaración 🎉 — “quotes”",
             "ÀÉÎõü İstanbul ĞÜŞ ꙮ ǅ x\u{0301}y ١٢٣ ๑๒๓ \u{3000}\u{2028}",
         ]
@@ -1880,7 +1898,11 @@ mod tests {
         }
         for text in &texts {
             let f = features(text);
-            let weighted: f64 = f.iter().zip(&WEIGHTS).map(|(&n, &w)| n as f64 * w).sum();
+            let weighted: f64 = f
+                .iter()
+                .zip(&WEIGHTS)
+                .map(|(&n, &w)| n as i64 as f64 * w)
+                .sum();
             let expected = (weighted.round() as usize).max(1);
             let got = estimate_tokens(text);
             assert!(
