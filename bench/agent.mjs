@@ -11,9 +11,10 @@
 //   node bench/agent.mjs --convs               # each conversation's error (on stderr)
 //
 // A message is counted as the strings a request carries for it: its text, and for each tool
-// call its name and its arguments (JSON), each string counted on its own and summed, as
-// `countMessages` does; role and framing tokens are left out (they are the same for every
-// estimator). A conversation's count is the sum of its messages'.
+// call its name and its arguments (JSON), each string counted on its own and summed; role and
+// framing tokens are left out (they are the same for every estimator). A conversation's count is
+// the sum of its messages'. --dump writes every string of the loaded runs, so use it with
+// --split=all.
 import { readFileSync, readdirSync, writeFileSync, mkdirSync } from "node:fs";
 import { gunzipSync } from "node:zlib";
 import { dirname, join, resolve } from "node:path";
