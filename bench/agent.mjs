@@ -146,8 +146,11 @@ async function main() {
     // Every piece (the unit the estimator sees), one file per split, for examples/estimate_fit.rs.
     mkdirSync(args.dump, { recursive: true });
     for (const s of ["fit", "held-out"]) {
-      const messages = convs.filter((c) => c.split === s).flatMap((c) => c.messages.flatMap((m) => m.pieces));
-      if (messages.length) writeFileSync(join(args.dump, `agent-${s}.json`), JSON.stringify({ messages }));
+      const runs = convs.filter((c) => c.split === s);
+      const messages = runs.flatMap((c) => c.messages.flatMap((m) => m.pieces));
+      // How many of those pieces each run has, in order: the fit sums them per conversation.
+      const pieces = runs.map((c) => c.messages.reduce((n, m) => n + m.pieces.length, 0));
+      if (messages.length) writeFileSync(join(args.dump, `agent-${s}.json`), JSON.stringify({ messages, runs: pieces }));
     }
   }
 }

@@ -69,6 +69,9 @@ const MULTILINGUAL: usize = 3;
 /// on the runs of the fit split only; the held-out runs are its held-out half.
 const AGENT: usize = 4;
 const LOCALIZED_CLASS: usize = CLASSES.len();
+/// Each recorded run of the agent class as one sample: its pieces' counters and exact counts
+/// summed (what a conversation's error follows), fitted with the share `FIT_RUNS` (default 0).
+const AGENT_RUNS: usize = LOCALIZED_CLASS + 1;
 
 struct Sample {
     class: usize,
@@ -229,6 +232,20 @@ fn report(samples: &[Sample], est: &dyn Fn(&Sample) -> f64) {
         let e = (est_sum - exact_sum) / exact_sum.max(1.0) * 100.0;
         println!("| agent, all pieces summed | {h} | | | | {e:+.1} |");
     }
+    // Per conversation (counters summed, so without the rounding of each piece's estimate).
+    for half in [true, false] {
+        let (m, _, sg, n) = stats(
+            samples.iter().filter(|s| s.class == AGENT_RUNS && s.fit == half),
+            est,
+        );
+        let max = samples
+            .iter()
+            .filter(|s| s.class == AGENT_RUNS && s.fit == half)
+            .map(|s| (est(s) - s.exact).abs() / s.exact * 100.0)
+            .fold(0.0, f64::max);
+        let h = if half { "fit" } else { "held-out" };
+        println!("| agent, per conversation (max {max:.1}) | {h} | {n} | {m:.1} | | {sg:+.1} |");
+    }
     for (name, filter) in [
         ("held-out", Some(false)),
         ("fit", Some(true)),
@@ -326,7 +343,7 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Vec<f64> {
 
 fn fit(samples: &[Sample]) -> [f64; FEATURES] {
     let fit: Vec<&Sample> = samples.iter().filter(|s| s.fit).collect();
-    let mut per_class = [0usize; LOCALIZED_CLASS + 1];
+    let mut per_class = [0usize; AGENT_RUNS + 1];
     for s in &fit {
         per_class[s.class] += 1;
     }
@@ -363,6 +380,8 @@ fn fit(samples: &[Sample]) -> [f64; FEATURES] {
     let iters = env("FIT_ITERS", 30.0) as usize;
     // The agent class's share against each other class's 1.
     let agent = env("FIT_AGENT", 1.0);
+    // The share of the agent runs taken whole, one sample a conversation.
+    let runs = env("FIT_RUNS", 0.0);
 
     for iter in 0..iters {
         let mut a = vec![vec![0.0; FEATURES]; FEATURES];
@@ -382,6 +401,8 @@ fn fit(samples: &[Sample]) -> [f64; FEATURES] {
                 scale
             } else if s.class == AGENT {
                 agent
+            } else if s.class == AGENT_RUNS {
+                runs
             } else {
                 1.0
             };
@@ -554,6 +575,7 @@ fn main() {
             continue;
         };
         let v: serde_json::Value = serde_json::from_str(&raw).unwrap();
+        let first = samples.len();
         for (i, m) in v["messages"].as_array().unwrap().iter().enumerate() {
             let text = m.as_str().unwrap().to_string();
             let exact = count_tokens(&text, Encoding::O200kBase).unwrap() as f64;
@@ -585,6 +607,29 @@ fn main() {
                 text,
                 exact,
             });
+        }
+        // A run's pieces are consecutive in the file, `runs` of them each, in order.
+        let mut at = first;
+        for (r, n) in v["runs"].as_array().into_iter().flatten().enumerate() {
+            let end = (at + n.as_u64().unwrap_or(0) as usize).min(samples.len());
+            let mut f = [0u64; FEATURES];
+            let mut exact = 0.0;
+            for s in &samples[at..end] {
+                for (a, b) in f.iter_mut().zip(&s.f) {
+                    *a = a.wrapping_add(*b);
+                }
+                exact += s.exact;
+            }
+            samples.push(Sample {
+                class: AGENT_RUNS,
+                fit: split.unwrap_or(false),
+                text: format!("run {r}"),
+                exact: exact.max(1.0),
+                f,
+                family: "",
+                lang: String::new(),
+            });
+            at = end;
         }
     }
 

@@ -123,8 +123,17 @@ const EARLY: usize = 2;
 /// ([`LED_MID`]'s group of `<`). (Shorter words before `<` are mostly comparisons, `i<n`.)
 const GENERIC: usize = RARE_EARLY + 1;
 
+/// Taken back (counted -1) for a run of eight punctuation characters or more: in agent traffic
+/// nearly always one character repeated, a rule (`=====` around pytest's headers, `-----` under
+/// a table, `#####`, `.....`), which o200k_base has as one token per 16 to 80 characters, where
+/// a run of mixed punctuation (`"]}),`) is a token per two or three. [`P_LONG`] prices its
+/// length.
+const P_RULE: usize = GENERIC + 1;
+/// The length from which a punctuation run counts as a rule ([`P_RULE`]).
+const RULE_FROM: i64 = 8;
+
 /// The number of counters [`features`] fills.
-pub(crate) const FEATURES: usize = GENERIC + 1;
+pub(crate) const FEATURES: usize = P_RULE + 1;
 
 /// For each small ASCII letter (and a 27th "no letter"), the letters that rarely follow it in
 /// English and code, as a bit set (bit 0 = `a`): pairs under 0.02% of all letter pairs in the
@@ -166,47 +175,47 @@ const RARE: [u32; 32] = [
 #[rustfmt::skip]
 pub(crate) const WEIGHTS: [f64; FEATURES] = [
     // ASCII word pieces of 1..=16 letters.
-    0.992, 0.865, 1.105, 0.958, 1.060, 0.737, 1.054, 1.003,
-    1.152, 1.190, 1.490, 1.435, 1.604, 1.246, 4.162, 5.162,
+    0.998, 0.864, 1.107, 0.959, 1.058, 0.733, 1.052, 0.996,
+    1.167, 1.159, 1.522, 1.416, 1.557, 1.116, 4.214, 5.259,
     // Letters beyond 16, all-capital letters, punctuation-led pieces.
-    0.000, 0.108, 0.130,
+    0.000, 0.107, 0.131,
     // Mixed ASCII and other letters: pieces, their ASCII letters.
-    1.041, 0.024,
+    1.018, 0.025,
     // Pieces without ASCII, by script: Latin with diacritics, IPA and marks, Greek, Cyrillic,
     // Armenian, Hebrew and Georgian, Arabic, Devanagari, other Indic, Thai, kana, Han,
     // Hangul, Ethiopic, Lao/Tibetan/Myanmar/Khmer, Cherokee and syllabics, other (Syriac,
     // Thaana, ...).
-    1.175, 0.000, 0.582, 0.190, 1.216, 0.576, 0.402, 0.766,
-    0.738, 0.000, 0.947, 0.400, 0.803, 1.903, 1.083, 0.000,
+    1.233, 0.000, 0.581, 0.221, 1.242, 0.580, 0.411, 0.765,
+    0.751, 0.000, 1.076, 0.397, 0.802, 1.903, 1.087, 0.000,
     // Letters outside ASCII, by script (same order).
-    0.328, 1.715, 0.307, 0.259, 0.186, 0.219, 0.248, 0.300,
-    0.430, 0.681, 0.502, 0.639, 2.017, 0.868, 2.965, 3.334,
+    0.336, 1.728, 0.307, 0.253, 0.180, 0.217, 0.245, 0.300,
+    0.430, 0.680, 0.505, 0.640, 2.017, 0.867, 2.965, 3.337,
     // Digit groups.
-    1.033,
+    1.030,
     // Punctuation runs of 1..=4, characters beyond, bytes outside ASCII, with newlines.
-    1.095, 1.201, 1.228, 1.925, 0.100, 0.421, 0.000,
+    1.099, 1.201, 1.223, 1.930, 0.031, 0.421, 0.000,
     // Newline pieces, their characters beyond the first.
-    1.041, 0.066,
+    1.048, 0.066,
     // Space runs of 1..=4, runs of 80 beyond the first, a space before digits.
-    0.689, 0.907, 0.698, 0.845, 0.800, 0.854,
+    0.694, 0.916, 0.704, 0.844, 0.800, 0.854,
     // Words ending in a vowel, their letters.
-    0.162, 0.112,
+    0.199, 0.107,
     // Rare letter pairs; Cyrillic, Arabic and Latin letters outside the core alphabets.
-    1.194, 0.242, 0.000, 0.059,
+    1.196, 0.240, 0.000, 0.061,
     // Letters of long pieces without ASCII, by script (same order).
-    0.000, 0.000, 0.000, 0.000, 0.000, 0.098, 0.230, 0.000,
-    0.000, 0.000, 0.389, 0.243, 0.004, 0.000, 0.016, 0.000,
+    0.000, 0.000, 0.000, 0.000, 0.000, 0.104, 0.236, 0.000,
+    0.000, 0.000, 0.366, 0.252, 0.000, 0.000, 0.014, 0.000,
     // Blank lines, spaces before a newline, a lone space-led punctuation before a letter,
     // letters beyond 32.
-    0.032, 0.478, 0.472, 0.250,
+    0.041, 0.479, 0.463, 0.250,
     // Rare pairs of Latin letters with diacritics, of Cyrillic letters.
-    0.760, 0.875,
+    0.762, 0.872,
     // A lone `-` or `=`, a lone `<`, another lone ASCII punctuation character, a lone `/`,
     // before a word; the same after a space.
-    0.613, 1.670, 0.803, 0.382, 0.638, 1.248, 1.133, 0.880,
+    0.614, 1.700, 0.796, 0.389, 0.630, 1.242, 1.132, 0.830,
     // Rare letter pairs among the first letters of a word; a word right before `<` (taken
-    // back).
-    0.326, 1.557,
+    // back); a punctuation run of eight or more, a rule (taken back).
+    0.322, 1.690, 0.916,
 ];
 
 /// The script bucket of a code point outside ASCII.
@@ -1004,16 +1013,17 @@ const fn run_adds(event: u8, n: i64) -> Adds {
             // Newlines right after punctuation join its piece: the newline run that follows
             // takes back its [`NEWLINES`].
             let newline = (event == E_PUNCT_NEWLINE) as i64;
+            let rule = (n >= RULE_FROM) as i64;
             Adds {
                 at: [
                     P_FIRST + bucket(n, PUNCT_BUCKETS),
                     P_LONG,
                     P_NEWLINE,
                     NEWLINES,
-                    0,
+                    P_RULE,
                     0,
                 ],
-                n: [1, sub(n, PUNCT_BUCKETS), newline, -newline, 0, 0],
+                n: [1, sub(n, PUNCT_BUCKETS), newline, -newline, -rule, 0],
             }
         }
         _ => Adds::NONE,
