@@ -235,7 +235,9 @@ fn report(samples: &[Sample], est: &dyn Fn(&Sample) -> f64) {
     // Per conversation (counters summed, so without the rounding of each piece's estimate).
     for half in [true, false] {
         let (m, _, sg, n) = stats(
-            samples.iter().filter(|s| s.class == AGENT_RUNS && s.fit == half),
+            samples
+                .iter()
+                .filter(|s| s.class == AGENT_RUNS && s.fit == half),
             est,
         );
         let max = samples

@@ -108,12 +108,12 @@ const CYRILLIC_PAIRS: usize = LATIN_PAIRS + 1;
 /// and has most path segments (`/models`) as one token. Paths, tags, flags and quoted names in
 /// agent traffic are made of these.
 const LED_MID: usize = CYRILLIC_PAIRS + 1;
-const SPACED_MID: usize = LED_MID + 4;
+const SPACED_MID: usize = LED_MID + 5;
 
 /// [`RARE_PAIRS`] among the first three letters of a word piece: short pieces such as `db`,
 /// `sql`, `nl` or `xr` (abbreviations in paths, commands and code) are one token however rare
 /// their letter pairs, where a rare pair further in a word is a sign of a word o200k_base cuts.
-const RARE_EARLY: usize = SPACED_MID + 4;
+const RARE_EARLY: usize = SPACED_MID + 5;
 /// The last letter count (before the second letter of the pair) of [`RARE_EARLY`].
 const EARLY: usize = 2;
 
@@ -132,8 +132,15 @@ const P_RULE: usize = GENERIC + 1;
 /// The length from which a punctuation run counts as a rule ([`P_RULE`]).
 const RULE_FROM: i64 = 8;
 
+/// Taken back (counted -1) for an apostrophe between two letters (`don't`, `you're`, `it's`,
+/// `Django's`): o200k_base's pre-tokenizer keeps `'s`, `'t`, `'re`, `'ve`, `'m`, `'ll` and `'d`
+/// inside the word before them, and most such words are one token, where the estimator would
+/// price the letters after the apostrophe as a word of their own ([`LED_MID`]'s group of `'`).
+/// (cl100k_base cuts them off: there it is a token more each.)
+const CONTRACTION: usize = P_RULE + 1;
+
 /// The number of counters [`features`] fills.
-pub(crate) const FEATURES: usize = P_RULE + 1;
+pub(crate) const FEATURES: usize = CONTRACTION + 1;
 
 /// For each small ASCII letter (and a 27th "no letter"), the letters that rarely follow it in
 /// English and code, as a bit set (bit 0 = `a`): pairs under 0.02% of all letter pairs in the
@@ -163,8 +170,9 @@ const RARE: [u32; 32] = [
 /// messages, are held out.
 ///
 /// Four weights were set by hand, for runs the corpora hold too few of: [`P_LONG`] (the fit
-/// gives about 0, as long rules like `-----` are few tokens), kept at 0.1 so that a huge run of
-/// punctuation is not free; [`W_HUGE`], 0.25 so that a word of hundreds of letters is not
+/// gives about 0, as long rules like `-----` are few tokens), 1/32 so that a huge run of
+/// punctuation is not free (o200k_base has one character repeated 16 to 80 times as one
+/// token); [`W_HUGE`], 0.25 so that a word of hundreds of letters is not
 /// priced like one of 16 (o200k_base cuts long words into pieces of about four letters);
 /// [`S_LONG`] (the fit gave 1.14), 0.8: a run of 1000 spaces is about 10 tokens in o200k_base;
 /// and [`NEWLINE_CHARS`] (the fit gives 0, as most newline runs are one token), 0.066: a run of
@@ -175,47 +183,49 @@ const RARE: [u32; 32] = [
 #[rustfmt::skip]
 pub(crate) const WEIGHTS: [f64; FEATURES] = [
     // ASCII word pieces of 1..=16 letters.
-    0.998, 0.864, 1.107, 0.959, 1.058, 0.733, 1.052, 0.996,
-    1.167, 1.159, 1.522, 1.416, 1.557, 1.116, 4.214, 5.259,
+    1.003, 0.857, 1.105, 0.978, 1.079, 0.745, 1.060, 1.028,
+    1.175, 1.157, 1.557, 1.385, 1.511, 1.000, 4.267, 5.347,
     // Letters beyond 16, all-capital letters, punctuation-led pieces.
-    0.000, 0.107, 0.131,
+    0.000, 0.107, 0.102,
     // Mixed ASCII and other letters: pieces, their ASCII letters.
-    1.018, 0.025,
+    0.957, 0.031,
     // Pieces without ASCII, by script: Latin with diacritics, IPA and marks, Greek, Cyrillic,
     // Armenian, Hebrew and Georgian, Arabic, Devanagari, other Indic, Thai, kana, Han,
     // Hangul, Ethiopic, Lao/Tibetan/Myanmar/Khmer, Cherokee and syllabics, other (Syriac,
     // Thaana, ...).
-    1.233, 0.000, 0.581, 0.221, 1.242, 0.580, 0.411, 0.765,
-    0.751, 0.000, 1.076, 0.397, 0.802, 1.903, 1.087, 0.000,
+    1.244, 0.000, 0.581, 0.249, 1.267, 0.586, 0.422, 0.766,
+    0.764, 0.000, 1.209, 0.395, 0.801, 1.900, 1.091, 0.000,
     // Letters outside ASCII, by script (same order).
-    0.336, 1.728, 0.307, 0.253, 0.180, 0.217, 0.245, 0.300,
-    0.430, 0.680, 0.505, 0.640, 2.017, 0.867, 2.965, 3.337,
+    0.362, 1.770, 0.307, 0.247, 0.174, 0.216, 0.242, 0.300,
+    0.429, 0.679, 0.509, 0.641, 2.017, 0.867, 2.964, 3.291,
     // Digit groups.
-    1.030,
+    1.032,
     // Punctuation runs of 1..=4, characters beyond, bytes outside ASCII, with newlines.
-    1.099, 1.201, 1.223, 1.930, 0.031, 0.421, 0.000,
+    1.099, 1.192, 1.235, 1.922, 0.031, 0.431, 0.000,
     // Newline pieces, their characters beyond the first.
-    1.048, 0.066,
+    1.062, 0.066,
     // Space runs of 1..=4, runs of 80 beyond the first, a space before digits.
-    0.694, 0.916, 0.704, 0.844, 0.800, 0.854,
+    0.692, 0.915, 0.694, 0.846, 0.800, 0.857,
     // Words ending in a vowel, their letters.
-    0.199, 0.107,
+    0.218, 0.103,
     // Rare letter pairs; Cyrillic, Arabic and Latin letters outside the core alphabets.
-    1.196, 0.240, 0.000, 0.061,
+    1.192, 0.247, 0.000, 0.063,
     // Letters of long pieces without ASCII, by script (same order).
-    0.000, 0.000, 0.000, 0.000, 0.000, 0.104, 0.236, 0.000,
-    0.000, 0.000, 0.366, 0.252, 0.000, 0.000, 0.014, 0.000,
+    0.000, 0.000, 0.000, 0.000, 0.000, 0.112, 0.242, 0.000,
+    0.000, 0.000, 0.343, 0.261, 0.000, 0.000, 0.012, 0.000,
     // Blank lines, spaces before a newline, a lone space-led punctuation before a letter,
     // letters beyond 32.
-    0.041, 0.479, 0.463, 0.250,
+    0.029, 0.489, 0.449, 0.250,
     // Rare pairs of Latin letters with diacritics, of Cyrillic letters.
-    0.762, 0.872,
+    0.755, 0.865,
     // A lone `-` or `=`, a lone `<`, another lone ASCII punctuation character, a lone `/`,
-    // before a word; the same after a space.
-    0.614, 1.700, 0.796, 0.389, 0.630, 1.242, 1.132, 0.830,
+    // a lone `'`, before a word; the same after a space.
+    0.585, 1.698, 0.813, 0.411, 0.868, 0.732, 1.212, 1.141,
+    0.784, 0.419,
     // Rare letter pairs among the first letters of a word; a word right before `<` (taken
-    // back); a punctuation run of eight or more, a rule (taken back).
-    0.322, 1.690, 0.916,
+    // back); a punctuation run of eight or more, a rule (taken back); an apostrophe between
+    // letters (taken back).
+    0.277, 1.756, 0.838, 1.330,
 ];
 
 /// The script bucket of a code point outside ASCII.
@@ -753,6 +763,9 @@ const C_PUNCT_MID: u8 = 11;
 const C_PUNCT_TAG: u8 = 12;
 const C_PUNCT_SEP: u8 = 13;
 const C_PUNCT_PATH: u8 = 14;
+/// `'`, apart from the rest of [`C_PUNCT`] for [`CONTRACTION`]: between two letters it is part
+/// of the word before it; otherwise it joins the word after it, as [`C_PUNCT`] does.
+const C_PUNCT_APOS: u8 = 15;
 
 /// The high five bits of the `TABLES.class` entry of punctuation of [`C_PUNCT_MID`] (then
 /// [`C_PUNCT_TAG`], [`C_PUNCT_SEP`], [`C_PUNCT_PATH`]): letter columns from 27 on, which
@@ -762,7 +775,7 @@ const PUNCT_GROUP: u8 = 27;
 const fn is_punct(c: u8) -> bool {
     matches!(
         c,
-        C_PUNCT | C_PUNCT_MID | C_PUNCT_TAG | C_PUNCT_SEP | C_PUNCT_PATH
+        C_PUNCT | C_PUNCT_MID | C_PUNCT_TAG | C_PUNCT_SEP | C_PUNCT_PATH | C_PUNCT_APOS
     )
 }
 
@@ -802,7 +815,10 @@ const fn class_table() -> [u8; 256] {
             b'-' | b'=' => C_PUNCT | PUNCT_GROUP << 3,
             b'/' => C_PUNCT | (PUNCT_GROUP + 3) << 3,
             b'<' => C_PUNCT | (PUNCT_GROUP + 1) << 3,
-            b'_' | b'.' | b'(' | b'\'' | b')' | b'\\' | b'%' | b',' => C_PUNCT,
+            // NOTE: APOS_AFTER_LETTER is the fast path's stand-in for an apostrophe after a
+            // letter (see [`apostrophes_after_letters`]): the same class.
+            b'\'' | APOS_AFTER_LETTER => C_PUNCT | (PUNCT_GROUP + 4) << 3,
+            b'_' | b'.' | b'(' | b')' | b'\\' | b'%' | b',' => C_PUNCT,
             0..=0x1f | 0x7f => C_PUNCT,
             _ => C_PUNCT | (PUNCT_GROUP + 2) << 3,
         };
@@ -839,11 +855,13 @@ const E_PUNCT: u8 = 15;
 /// with no space before it (four events, one a group), then with one (four more); longer runs
 /// ending in one are priced as [`E_PUNCT_WORD`]'s and [`E_PUNCT_WORD_SPACED`]'s.
 const E_LED_MID: u8 = 16;
-const E_SPACED_MID: u8 = E_LED_MID + 4;
-const E_SPACED_END: u8 = E_SPACED_MID + 4;
+const E_SPACED_MID: u8 = E_LED_MID + 5;
+const E_SPACED_END: u8 = E_SPACED_MID + 5;
 /// A word of ASCII letters ended on a small letter, on `a` `i` `o` `u`, before `<` ([`GENERIC`]).
 const E_WORD_LT: u8 = E_SPACED_END;
 const E_WORD_VOWEL_LT: u8 = E_WORD_LT + 1;
+/// A lone `'` ended between two letters ([`CONTRACTION`]).
+const E_APOS_WORD: u8 = E_WORD_VOWEL_LT + 1;
 
 /// The event when `next` follows `prev`, with `before` before `prev`.
 const fn event(before: u8, prev: u8, next: u8) -> u8 {
@@ -869,7 +887,9 @@ const fn event(before: u8, prev: u8, next: u8) -> u8 {
         C_SPACE if is_letter(next) => E_SPACES_WORD,
         C_SPACE => match next {
             C_DIGIT => E_SPACES_DIGIT,
-            C_PUNCT | C_PUNCT_MID | C_PUNCT_TAG | C_PUNCT_SEP | C_PUNCT_PATH => E_SPACES_PUNCT,
+            C_PUNCT | C_PUNCT_MID | C_PUNCT_TAG | C_PUNCT_SEP | C_PUNCT_PATH | C_PUNCT_APOS => {
+                E_SPACES_PUNCT
+            }
             C_NEWLINE => E_SPACES_NEWLINE,
             _ => E_SPACES_END,
         },
@@ -878,8 +898,12 @@ const fn event(before: u8, prev: u8, next: u8) -> u8 {
         // is the only case it matters for (see [`run_adds`]).
         C_PUNCT if is_letter(next) && before == C_SPACE => E_PUNCT_WORD_SPACED,
         C_PUNCT if is_letter(next) => E_PUNCT_WORD,
+        // `before` is a letter only for a lone one.
+        C_PUNCT_APOS if is_letter(next) && is_letter(before) => E_APOS_WORD,
         // The group of the last character of a run; `before` is a space only for a lone one.
-        C_PUNCT_MID | C_PUNCT_TAG | C_PUNCT_SEP | C_PUNCT_PATH if is_letter(next) => {
+        C_PUNCT_MID | C_PUNCT_TAG | C_PUNCT_SEP | C_PUNCT_PATH | C_PUNCT_APOS
+            if is_letter(next) =>
+        {
             let group = prev - C_PUNCT_MID;
             if before == C_SPACE {
                 E_SPACED_MID + group
@@ -1002,6 +1026,12 @@ const fn run_adds(event: u8, n: i64) -> Adds {
         // The same, by the group of the character (E_LED_MID.. and E_SPACED_MID.. are in the
         // order of LED_MID.. and SPACED_MID..).
         E_LED_MID..E_SPACED_MID if n == 1 => Adds::one(LED_MID + (event - E_LED_MID) as usize, 1),
+        // An apostrophe between letters: priced as one before a word, the word's price taken
+        // back (the event is only ever of a lone one).
+        E_APOS_WORD => Adds {
+            at: [LED_MID + 4, CONTRACTION, 0, 0, 0, 0],
+            n: [1, -1, 0, 0, 0, 0],
+        },
         E_SPACED_MID..E_SPACED_END if n == 1 => {
             Adds::one(SPACED_MID + (event - E_SPACED_MID) as usize, 1)
         }
@@ -1196,9 +1226,12 @@ const fn pair_table() -> [u8; PAIRS] {
     while i < PAIRS {
         let (p, b) = (i & 0x7f, (i >> 8) & 0x7f);
         let prev = step_class(class[p]);
-        // `event` looks at the class before `prev` only to tell a space from the rest.
+        // `event` looks at the class before `prev` only to tell a space from the rest, and,
+        // for an apostrophe, a letter (which APOS_AFTER_LETTER stands for) from the rest.
         let before = if i as u64 & SPACED != 0 {
             C_SPACE
+        } else if p == APOS_AFTER_LETTER as usize && contraction_letter(b as u8) {
+            C_LOWER
         } else {
             prev
         };
@@ -1231,6 +1264,35 @@ fn space_mask(x: u64) -> u64 {
     let not = |c: u8| (x ^ (u64::from(c) * ONES)).wrapping_add(0x7f * ONES);
     let tab_to_ff = at_least(x, 0x09) & !at_least(x, 0x0d) & not(b'\n');
     (!not(b' ') | tab_to_ff) & HIGHS
+}
+
+/// Bit 7 set in each byte of `x` equal to `c` (below 0x80), for bytes below 0x80; the other bits
+/// clear.
+#[inline(always)]
+fn equal(x: u64, c: u8) -> u64 {
+    !(x ^ (u64::from(c) * ONES)).wrapping_add(0x7f * ONES) & HIGHS
+}
+
+/// The fast path's stand-in for an apostrophe right after a letter ([`CONTRACTION`]), which
+/// `TABLES.pair` knows as one: the one place where the event at a byte depends on more than
+/// whether a space came before it. A control character that text holds next to never; the
+/// fast path leaves it to the per-character path, which sees it as an apostrophe too.
+const APOS_AFTER_LETTER: u8 = 0x01;
+
+/// Block `w` (all ASCII, after byte `p`, as from [`fast_state`]) with each apostrophe right
+/// after an ASCII letter replaced by [`APOS_AFTER_LETTER`].
+#[inline(always)]
+fn apostrophes_after_letters(w: u64, p: u64) -> u64 {
+    let apostrophes = equal(w, b'\'');
+    // NOTE: most blocks hold none: one well-predicted branch instead of the letter mask.
+    if apostrophes == 0 {
+        return w;
+    }
+    // Each byte's byte before it, folded to small letters (no byte reaches 0x80).
+    let before = (w << 8 | (p & 0x7f)) | (0x20 * ONES);
+    let letter = at_least(before, b'a') & !at_least(before, b'z' + 1);
+    let at = letter & apostrophes;
+    w - (at >> 7) * u64::from(b'\'' - APOS_AFTER_LETTER)
 }
 
 /// Where the counters go: the estimate adds weights as it goes, [`features`] keeps counts.
@@ -1397,11 +1459,26 @@ fn ascii_after_wide(st: &mut State, sink: &mut impl Sink, b: u8) {
     }
 }
 
-/// One character of class `class`; returns whether it ended a run.
+/// Whether an apostrophe between letters followed by byte `b` starts one of the suffixes that
+/// o200k_base keeps in the word before it (`'s`, `'t`, `'re`, `'ve`, `'m`, `'ll`, `'d`, in
+/// either case; [`CONTRACTION`]); otherwise (`l'homme`, `dell'uomo`) the apostrophe leads the
+/// word after it.
 #[inline(always)]
-fn step(st: &mut State, sink: &mut impl Sink, class: u8) -> bool {
+const fn contraction_letter(b: u8) -> bool {
+    matches!(b | 0x20, b's' | b't' | b'r' | b'v' | b'm' | b'l' | b'd')
+}
+
+/// One character of class `class` (its byte `b` if ASCII, else its lead byte); returns whether
+/// it ended a run.
+#[inline(always)]
+fn step(st: &mut State, sink: &mut impl Sink, class: u8, b: u8) -> bool {
     st.classes = (st.classes << 4 | usize::from(class)) & 0xfff;
-    let row = usize::from(TABLES.event.get(st.classes).copied().unwrap_or(0) & 31) << 5;
+    let mut event = TABLES.event.get(st.classes).copied().unwrap_or(0) & 31;
+    // The one event that depends on a byte, not its class: see [`contraction_letter`].
+    if event == E_APOS_WORD && !contraction_letter(b) {
+        event = E_LED_MID + 4;
+    }
+    let row = usize::from(event) << 5;
     // NOTE: `len & 31`, not `len.min(31)`: a long run lands in the wrong cell, which the
     // (rare, so well predicted) branch below takes back. A long run that goes on (row 0)
     // landed in a cell that weighs nothing.
@@ -1437,7 +1514,7 @@ fn pair_step(st: &mut State, b: u8, c: u8) {
 fn ascii_step(st: &mut State, sink: &mut impl Sink, b: u8) {
     let c = byte_class(b);
     pair_step(st, b, c);
-    step(st, sink, step_class(c));
+    step(st, sink, step_class(c), b);
 }
 
 /// [`ascii_step`] over `bytes`, out of the hot loop: the bytes of a block where a run may
@@ -1469,13 +1546,15 @@ fn fast_state(st: &State) -> Option<u64> {
         C_DIGIT => b'0',
         C_SPACE => b' ',
         C_NEWLINE => b'\n',
-        C_PUNCT | C_PUNCT_MID | C_PUNCT_TAG | C_PUNCT_SEP | C_PUNCT_PATH => {
+        C_PUNCT_APOS if is_letter(prev) => APOS_AFTER_LETTER,
+        C_PUNCT | C_PUNCT_MID | C_PUNCT_TAG | C_PUNCT_SEP | C_PUNCT_PATH | C_PUNCT_APOS => {
             // A byte of the group stands for the last one.
             let b = match last {
                 C_PUNCT => b'.',
                 C_PUNCT_MID => b'-',
                 C_PUNCT_TAG => b'<',
                 C_PUNCT_PATH => b'/',
+                C_PUNCT_APOS => b'\'',
                 _ => b'!',
             };
             let spaced = if prev == C_SPACE { SPACED } else { 0 };
@@ -1494,11 +1573,13 @@ fn leave_fast(st: &mut State, p: u64, len: usize) {
     let class = step_class(byte_class(b));
     let before = if p & SPACED != 0 && is_punct(class) {
         C_SPACE
+    } else if b == APOS_AFTER_LETTER {
+        C_LOWER
     } else {
         class
     };
     st.classes = usize::from(before) << 4 | usize::from(class);
-    st.last = b;
+    st.last = if b == APOS_AFTER_LETTER { b'\'' } else { b };
     st.wide_last = NO_LETTER;
     st.len = len;
 }
@@ -1523,7 +1604,8 @@ fn ascii_run<S: Sink>(mut st: State, mut sink: S, bytes: &[u8]) -> (State, S, us
             break;
         };
         let w = u64::from_le_bytes(*block);
-        let high = w & HIGHS;
+        // Bytes outside ASCII, and APOS_AFTER_LETTER itself, leave the fast path.
+        let high = (w & HIGHS) | equal(w, APOS_AFTER_LETTER);
         if high != 0 {
             // The ASCII bytes before the first that is not.
             let ascii = (high.trailing_zeros() / 8) as usize;
@@ -1551,7 +1633,10 @@ fn ascii_run<S: Sink>(mut st: State, mut sink: S, bytes: &[u8]) -> (State, S, us
         (p, len) = fast_bytes(&mut sink, w, p, len, 8);
     }
     let rest = chunks.remainder();
-    let ascii = rest.iter().take_while(|&&b| b < 0x80).count();
+    let ascii = rest
+        .iter()
+        .take_while(|&&b| b < 0x80 && b != APOS_AFTER_LETTER)
+        .count();
     let rest = rest.get(..ascii).unwrap_or_default();
     // The last bytes of the text, padded with 0 (the padding is never taken).
     let w = rest.iter().rev().fold(0, |w, &b| w << 8 | u64::from(b));
@@ -1613,8 +1698,9 @@ fn fast_tail<S: Sink>(mut st: State, mut sink: S, fast: Fast, ascii: &[u8]) -> (
 /// [`LONG_RUN`]); returns the last byte (with [`SPACED`]) and the run's length after them.
 #[inline(always)]
 fn fast_bytes<S: Sink>(sink: &mut S, w: u64, p: u64, mut len: usize, n: usize) -> (u64, usize) {
-    // Each byte of the block with SPACED if the byte before it is a space.
-    let flagged = w | space_mask(w << 8 | (p & 0x7f));
+    // Each byte of the block with SPACED if the byte before it is a space, an apostrophe after
+    // a letter as APOS_AFTER_LETTER.
+    let flagged = apostrophes_after_letters(w, p) | space_mask(w << 8 | (p & 0x7f));
     for k in 0..n.min(8) {
         // Byte k - 1 (flagged) and byte k: `p` and the first for the first byte.
         let pair = if k == 0 {
@@ -1716,7 +1802,7 @@ fn char_step(st: &mut State, sink: &mut impl Sink, b: &[u8]) -> usize {
         (class, len, info)
     };
     let run = st.len;
-    if step(st, sink, class) && st.wide {
+    if step(st, sink, class, lead) && st.wide {
         wide_word_end(st, sink, run);
     }
     if info & W_LETTER != 0 {
@@ -1814,7 +1900,7 @@ fn scan<S: Sink>(text: &[u8], mut sink: S) -> S {
 /// The end of the text ends the last run; the rare letter pairs are counted at the end.
 fn end_of_text<S: Sink>(mut st: State, mut sink: S) -> S {
     let run = st.len;
-    if step(&mut st, &mut sink, C_EDGE) && st.wide {
+    if step(&mut st, &mut sink, C_EDGE, 0) && st.wide {
         wide_word_end(&mut st, &mut sink, run);
     }
     sink.add(RARE_PAIRS, st.rare as i64);
@@ -1962,7 +2048,7 @@ mod tests {
     #[test]
     fn fast_path_is_the_slow_path() {
         let alphabet: Vec<char> =
-            "abcdeiouxyzqjAEIOUXZ0189    \n\n\r\t\u{b}\u{c}.,;:!?(){}\"'-_=</>`éÑłŋжЖљё中🎉\u{3000}—"
+            "abcdeiouxyzqjstAEIOUXZ0189    \n\n\r\t\u{b}\u{c}.,;:!?(){}\"'-_=</>`éÑłŋжЖљё中🎉\u{3000}—'\u{1}"
                 .chars()
                 .collect();
         let mut seed = 12345u64;

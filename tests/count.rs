@@ -51,17 +51,15 @@ fn estimate_is_close_on_each_kind_of_text() {
     let texts: BTreeMap<String, String> = fixture("texts.json");
     // Bounds at what the estimator achieves on these short fixtures (a few points of slack).
     // Its weak spots: a sentence dense with contractions (4 in 22 words: 29 tokens, estimated
-    // 36; the estimator prices `'t` as a piece of its own, where o200k_base mostly joins it),
-    // and short everyday Japanese (13 tokens, estimated 27); since the refit on agent traffic,
-    // whose punctuation runs weigh a little more, the Rust snippet (36 tokens, estimated 39)
-    // and the compact JSON tool call (48, estimated 51), and one token more on the Russian
-    // pangram (19, estimated 23), while the mean error on the code, JSON and multilingual
-    // corpora went down (3.1% to 3.0%, 2.3% to 2.2%, 10.6% to 10.5%). On real messages it does
-    // better: see the per-message errors of `node bench/run.mjs` and `node bench/agent.mjs`.
+    // 34; o200k_base joins `'t` and `'s` to the word before, which the estimator now prices,
+    // but not every such word is one token), short everyday Japanese (13 tokens, estimated
+    // 25) and the Russian pangram (19 tokens, estimated 23, since the refit on agent traffic).
+    // On real messages it does better: see the per-message errors of `node bench/run.mjs` and
+    // `node bench/agent.mjs`.
     for (name, bound) in [
-        ("english", 0.25),
-        ("code", 0.1),
-        ("json", 0.07),
+        ("english", 0.2),
+        ("code", 0.05),
+        ("json", 0.05),
         ("chinese", 0.25),
         ("japanese", 1.1),
         ("russian", 0.25),
