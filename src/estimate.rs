@@ -101,8 +101,46 @@ const W_HUGE: usize = SPACED_PUNCT + 1;
 const LATIN_PAIRS: usize = W_HUGE + 1;
 const CYRILLIC_PAIRS: usize = LATIN_PAIRS + 1;
 
+/// A lone punctuation character before a word (as [`PUNCT_LED`] and [`SPACED_PUNCT`]), by the
+/// group of the character ([`C_PUNCT_MID`], [`C_PUNCT_TAG`], [`C_PUNCT_SEP`],
+/// [`C_PUNCT_PATH`]): o200k_base has `_name`, `.py`, `(self` and `,null` as one token, but cuts `<`
+/// (`<` `output`), `` ` ``, `[`, `"`, `:` off most words, `-`, `=` off about a third of them,
+/// and has most path segments (`/models`) as one token. Paths, tags, flags and quoted names in
+/// agent traffic are made of these.
+const LED_MID: usize = CYRILLIC_PAIRS + 1;
+const SPACED_MID: usize = LED_MID + 5;
+
+/// [`RARE_PAIRS`] among the first three letters of a word piece: short pieces such as `db`,
+/// `sql`, `nl` or `xr` (abbreviations in paths, commands and code) are one token however rare
+/// their letter pairs, where a rare pair further in a word is a sign of a word o200k_base cuts.
+const RARE_EARLY: usize = SPACED_MID + 5;
+/// The last letter count (before the second letter of the pair) of [`RARE_EARLY`].
+const EARLY: usize = 2;
+
+/// Taken back (counted -1) for a word piece of three small letters or more right before `<`:
+/// in code, the angle bracket of a generic type, which o200k_base joins to the name after it
+/// (`Vec<u32>`: `<u`), where a tag's `<` after a newline, a space or `>` stands alone
+/// ([`LED_MID`]'s group of `<`). (Shorter words before `<` are mostly comparisons, `i<n`.)
+const GENERIC: usize = RARE_EARLY + 1;
+
+/// Taken back (counted -1) for a run of eight punctuation characters or more: in agent traffic
+/// nearly always one character repeated, a rule (`=====` around pytest's headers, `-----` under
+/// a table, `#####`, `.....`), which o200k_base has as one token per 16 to 80 characters, where
+/// a run of mixed punctuation (`"]}),`) is a token per two or three. [`P_LONG`] prices its
+/// length.
+const P_RULE: usize = GENERIC + 1;
+/// The length from which a punctuation run counts as a rule ([`P_RULE`]).
+const RULE_FROM: i64 = 8;
+
+/// Taken back (counted -1) for an apostrophe between two letters (`don't`, `you're`, `it's`,
+/// `Django's`): o200k_base's pre-tokenizer keeps `'s`, `'t`, `'re`, `'ve`, `'m`, `'ll` and `'d`
+/// inside the word before them, and most such words are one token, where the estimator would
+/// price the letters after the apostrophe as a word of their own ([`LED_MID`]'s group of `'`).
+/// (cl100k_base cuts them off: there it is a token more each.)
+const CONTRACTION: usize = P_RULE + 1;
+
 /// The number of counters [`features`] fills.
-pub(crate) const FEATURES: usize = CYRILLIC_PAIRS + 1;
+pub(crate) const FEATURES: usize = CONTRACTION + 1;
 
 /// For each small ASCII letter (and a 27th "no letter"), the letters that rarely follow it in
 /// English and code, as a bit set (bit 0 = `a`): pairs under 0.02% of all letter pairs in the
@@ -121,16 +159,20 @@ const RARE: [u32; 32] = [
 
 /// The weight of each counter, in tokens.
 ///
-/// Fitted by `examples/estimate_fit.rs --fit` (`FIT_MAJOR=5 FIT_ITERS=10 FIT_RIDGE=0.01
-/// FIT_ABS=0.001`) on the fit half of the bench corpora (english, code, json, multilingual, each
-/// class weighted equally, and inside multilingual the widely used languages five times the
-/// others; blocks of 8 consecutive messages alternate between the halves, so no language is in
-/// both), minimising the mean relative error per message; the other half, and TypeScript's
-/// translated diagnostic messages, are held out.
+/// Fitted by `examples/estimate_fit.rs --fit` (`FIT_MULTI=2 FIT_AGENT=2 FIT_MAJOR=5
+/// FIT_ITERS=10 FIT_RIDGE=0.01 FIT_ABS=0.001`, starting from the previous weights) on the fit
+/// half of the bench corpora (english, code, json, multilingual, each class weighted equally but
+/// multilingual twice, and inside multilingual the widely used languages five times the others;
+/// blocks of 8 consecutive messages alternate between the halves, so no language is in both)
+/// and on the fit runs of the recorded coding-agent runs of `bench/agent/` (each string of a
+/// message on its own, the class weighted twice), minimising the mean relative error per
+/// message; the other half, the held-out agent runs, and TypeScript's translated diagnostic
+/// messages, are held out.
 ///
 /// Four weights were set by hand, for runs the corpora hold too few of: [`P_LONG`] (the fit
-/// gives about 0, as long rules like `-----` are few tokens), kept at 0.1 so that a huge run of
-/// punctuation is not free; [`W_HUGE`], 0.25 so that a word of hundreds of letters is not
+/// gives about 0, as long rules like `-----` are few tokens), 1/32 so that a huge run of
+/// punctuation is not free (o200k_base has one character repeated 16 to 80 times as one
+/// token); [`W_HUGE`], 0.25 so that a word of hundreds of letters is not
 /// priced like one of 16 (o200k_base cuts long words into pieces of about four letters);
 /// [`S_LONG`] (the fit gave 1.14), 0.8: a run of 1000 spaces is about 10 tokens in o200k_base;
 /// and [`NEWLINE_CHARS`] (the fit gives 0, as most newline runs are one token), 0.066: a run of
@@ -141,41 +183,49 @@ const RARE: [u32; 32] = [
 #[rustfmt::skip]
 pub(crate) const WEIGHTS: [f64; FEATURES] = [
     // ASCII word pieces of 1..=16 letters.
-    1.039, 0.848, 1.075, 0.819, 1.154, 0.950, 1.169, 0.940,
-    1.315, 0.920, 0.676, 2.666, 1.889, 2.317, 3.647, 4.098,
+    1.003, 0.857, 1.105, 0.978, 1.079, 0.745, 1.060, 1.028,
+    1.175, 1.157, 1.557, 1.385, 1.511, 1.000, 4.267, 5.347,
     // Letters beyond 16, all-capital letters, punctuation-led pieces.
-    0.000, 0.085, 0.270,
+    0.000, 0.107, 0.102,
     // Mixed ASCII and other letters: pieces, their ASCII letters.
-    1.167, 0.010,
+    0.957, 0.031,
     // Pieces without ASCII, by script: Latin with diacritics, IPA and marks, Greek, Cyrillic,
     // Armenian, Hebrew and Georgian, Arabic, Devanagari, other Indic, Thai, kana, Han,
     // Hangul, Ethiopic, Lao/Tibetan/Myanmar/Khmer, Cherokee and syllabics, other (Syriac,
     // Thaana, ...).
-    0.677, 0.231, 0.592, 0.000, 0.993, 0.564, 0.345, 0.762,
-    0.663, 0.128, 0.000, 0.416, 0.820, 1.927, 1.052, 0.203,
+    1.244, 0.000, 0.581, 0.249, 1.267, 0.586, 0.422, 0.766,
+    0.764, 0.000, 1.209, 0.395, 0.801, 1.900, 1.091, 0.000,
     // Letters outside ASCII, by script (same order).
-    0.200, 1.502, 0.310, 0.297, 0.241, 0.229, 0.266, 0.303,
-    0.432, 0.726, 0.476, 0.632, 2.041, 0.961, 2.972, 3.234,
+    0.362, 1.770, 0.307, 0.247, 0.174, 0.216, 0.242, 0.300,
+    0.429, 0.679, 0.509, 0.641, 2.017, 0.867, 2.964, 3.291,
     // Digit groups.
-    1.089,
+    1.032,
     // Punctuation runs of 1..=4, characters beyond, bytes outside ASCII, with newlines.
-    0.954, 1.114, 1.140, 1.547, 0.100, 0.283, 0.000,
+    1.099, 1.192, 1.235, 1.922, 0.031, 0.431, 0.000,
     // Newline pieces, their characters beyond the first.
-    1.158, 0.066,
+    1.062, 0.066,
     // Space runs of 1..=4, runs of 80 beyond the first, a space before digits.
-    0.624, 1.297, 0.816, 0.752, 0.800, 1.007,
+    0.692, 0.915, 0.694, 0.846, 0.800, 0.857,
     // Words ending in a vowel, their letters.
-    0.104, 0.077,
+    0.218, 0.103,
     // Rare letter pairs; Cyrillic, Arabic and Latin letters outside the core alphabets.
-    0.992, 0.293, 0.000, 0.087,
+    1.192, 0.247, 0.000, 0.063,
     // Letters of long pieces without ASCII, by script (same order).
-    0.000, 0.000, 0.000, 0.000, 0.000, 0.000, 0.195, 0.000,
-    0.000, 0.000, 0.590, 0.175, 0.068, 0.000, 0.030, 0.019,
+    0.000, 0.000, 0.000, 0.000, 0.000, 0.112, 0.242, 0.000,
+    0.000, 0.000, 0.343, 0.261, 0.000, 0.000, 0.012, 0.000,
     // Blank lines, spaces before a newline, a lone space-led punctuation before a letter,
     // letters beyond 32.
-    0.115, 0.079, 1.304, 0.250,
+    0.029, 0.489, 0.449, 0.250,
     // Rare pairs of Latin letters with diacritics, of Cyrillic letters.
-    0.830, 0.861,
+    0.755, 0.865,
+    // A lone `-` or `=`, a lone `<`, another lone ASCII punctuation character, a lone `/`,
+    // a lone `'`, before a word; the same after a space.
+    0.585, 1.698, 0.813, 0.411, 0.868, 0.732, 1.212, 1.141,
+    0.784, 0.419,
+    // Rare letter pairs among the first letters of a word; a word right before `<` (taken
+    // back); a punctuation run of eight or more, a rule (taken back); an apostrophe between
+    // letters (taken back).
+    0.277, 1.756, 0.838, 1.330,
 ];
 
 /// The script bucket of a code point outside ASCII.
@@ -703,6 +753,43 @@ const C_WIDE_UPPER: u8 = 8;
 const C_WIDE_CASELESS: u8 = 9;
 /// Before the start and after the end of the text.
 const C_EDGE: u8 = 10;
+/// ASCII punctuation that o200k_base joins to a word after it otherwise than `_`, `.`, `(`,
+/// `'` and `,` (which stay [`C_PUNCT`], nearly always joined): `-` and `=` about a third of the
+/// time ([`C_PUNCT_MID`]), `<` (tags; [`C_PUNCT_TAG`]), the rest of ASCII punctuation hardly
+/// ever ([`C_PUNCT_SEP`]), and `/` (paths; [`C_PUNCT_PATH`]). Runs of punctuation go on across
+/// all five; only the last character of a run decides its event. In `TABLES.class` they read
+/// as [`C_PUNCT`] in the low three bits, their group in the five above ([`PUNCT_GROUP`]).
+const C_PUNCT_MID: u8 = 11;
+const C_PUNCT_TAG: u8 = 12;
+const C_PUNCT_SEP: u8 = 13;
+const C_PUNCT_PATH: u8 = 14;
+/// `'`, apart from the rest of [`C_PUNCT`] for [`CONTRACTION`]: between two letters it is part
+/// of the word before it; otherwise it joins the word after it, as [`C_PUNCT`] does.
+const C_PUNCT_APOS: u8 = 15;
+
+/// The high five bits of the `TABLES.class` entry of punctuation of [`C_PUNCT_MID`] (then
+/// [`C_PUNCT_TAG`], [`C_PUNCT_SEP`], [`C_PUNCT_PATH`]): letter columns from 27 on, which
+/// `TABLES.rare_after` never holds (26 letters), so they never make a rare letter pair.
+const PUNCT_GROUP: u8 = 27;
+
+const fn is_punct(c: u8) -> bool {
+    matches!(
+        c,
+        C_PUNCT | C_PUNCT_MID | C_PUNCT_TAG | C_PUNCT_SEP | C_PUNCT_PATH | C_PUNCT_APOS
+    )
+}
+
+/// The class the scanner steps with for a `TABLES.class` entry: its low three bits, but the
+/// group for punctuation of [`C_PUNCT_MID`] to [`C_PUNCT_PATH`].
+#[inline(always)]
+const fn step_class(c: u8) -> u8 {
+    let group = c >> 3;
+    if c & 7 == C_PUNCT && group >= PUNCT_GROUP {
+        C_PUNCT_MID + (group - PUNCT_GROUP)
+    } else {
+        c & 7
+    }
+}
 
 const fn is_letter(c: u8) -> bool {
     matches!(
@@ -725,7 +812,15 @@ const fn class_table() -> [u8; 256] {
             b'0'..=b'9' => C_DIGIT,
             b' ' | b'\t' | 0x0b | 0x0c => C_SPACE,
             b'\n' | b'\r' => C_NEWLINE,
-            _ => C_PUNCT,
+            b'-' | b'=' => C_PUNCT | PUNCT_GROUP << 3,
+            b'/' => C_PUNCT | (PUNCT_GROUP + 3) << 3,
+            b'<' => C_PUNCT | (PUNCT_GROUP + 1) << 3,
+            // NOTE: APOS_AFTER_LETTER is the fast path's stand-in for an apostrophe after a
+            // letter (see [`apostrophes_after_letters`]): the same class.
+            b'\'' | APOS_AFTER_LETTER => C_PUNCT | (PUNCT_GROUP + 4) << 3,
+            b'_' | b'.' | b'(' | b')' | b'\\' | b'%' | b',' => C_PUNCT,
+            0..=0x1f | 0x7f => C_PUNCT,
+            _ => C_PUNCT | (PUNCT_GROUP + 2) << 3,
         };
         b += 1;
     }
@@ -756,6 +851,17 @@ const E_PUNCT_WORD: u8 = 12;
 const E_PUNCT_WORD_SPACED: u8 = 13;
 const E_PUNCT_NEWLINE: u8 = 14;
 const E_PUNCT: u8 = 15;
+/// A lone punctuation character of [`C_PUNCT_MID`] to [`C_PUNCT_PATH`] ended before a letter,
+/// with no space before it (four events, one a group), then with one (four more); longer runs
+/// ending in one are priced as [`E_PUNCT_WORD`]'s and [`E_PUNCT_WORD_SPACED`]'s.
+const E_LED_MID: u8 = 16;
+const E_SPACED_MID: u8 = E_LED_MID + 5;
+const E_SPACED_END: u8 = E_SPACED_MID + 5;
+/// A word of ASCII letters ended on a small letter, on `a` `i` `o` `u`, before `<` ([`GENERIC`]).
+const E_WORD_LT: u8 = E_SPACED_END;
+const E_WORD_VOWEL_LT: u8 = E_WORD_LT + 1;
+/// A lone `'` ended between two letters ([`CONTRACTION`]).
+const E_APOS_WORD: u8 = E_WORD_VOWEL_LT + 1;
 
 /// The event when `next` follows `prev`, with `before` before `prev`.
 const fn event(before: u8, prev: u8, next: u8) -> u8 {
@@ -766,10 +872,14 @@ const fn event(before: u8, prev: u8, next: u8) -> u8 {
         if !(small && capital) {
             return 0;
         }
-    } else if prev == next && matches!(prev, C_DIGIT | C_SPACE | C_NEWLINE | C_PUNCT) {
+    } else if prev == next && matches!(prev, C_DIGIT | C_SPACE | C_NEWLINE)
+        || is_punct(prev) && is_punct(next)
+    {
         return 0;
     }
     match prev {
+        C_LOWER if next == C_PUNCT_TAG => E_WORD_LT,
+        C_VOWEL if next == C_PUNCT_TAG => E_WORD_VOWEL_LT,
         C_LOWER => E_WORD,
         C_VOWEL => E_WORD_VOWEL,
         C_UPPER => E_WORD_CAPS,
@@ -777,7 +887,9 @@ const fn event(before: u8, prev: u8, next: u8) -> u8 {
         C_SPACE if is_letter(next) => E_SPACES_WORD,
         C_SPACE => match next {
             C_DIGIT => E_SPACES_DIGIT,
-            C_PUNCT => E_SPACES_PUNCT,
+            C_PUNCT | C_PUNCT_MID | C_PUNCT_TAG | C_PUNCT_SEP | C_PUNCT_PATH | C_PUNCT_APOS => {
+                E_SPACES_PUNCT
+            }
             C_NEWLINE => E_SPACES_NEWLINE,
             _ => E_SPACES_END,
         },
@@ -786,8 +898,21 @@ const fn event(before: u8, prev: u8, next: u8) -> u8 {
         // is the only case it matters for (see [`run_adds`]).
         C_PUNCT if is_letter(next) && before == C_SPACE => E_PUNCT_WORD_SPACED,
         C_PUNCT if is_letter(next) => E_PUNCT_WORD,
-        C_PUNCT if next == C_NEWLINE => E_PUNCT_NEWLINE,
-        C_PUNCT => E_PUNCT,
+        // `before` is a letter only for a lone one.
+        C_PUNCT_APOS if is_letter(next) && is_letter(before) => E_APOS_WORD,
+        // The group of the last character of a run; `before` is a space only for a lone one.
+        C_PUNCT_MID | C_PUNCT_TAG | C_PUNCT_SEP | C_PUNCT_PATH | C_PUNCT_APOS
+            if is_letter(next) =>
+        {
+            let group = prev - C_PUNCT_MID;
+            if before == C_SPACE {
+                E_SPACED_MID + group
+            } else {
+                E_LED_MID + group
+            }
+        }
+        _ if is_punct(prev) && next == C_NEWLINE => E_PUNCT_NEWLINE,
+        _ if is_punct(prev) => E_PUNCT,
         _ => E_NONE,
     }
 }
@@ -807,8 +932,8 @@ const fn event_table() -> [u8; 4096] {
 
 /// Runs of this length or longer are priced one by one ([`long_run`]); shorter ones by cell.
 const LONG_RUN: usize = 31;
-/// Cells: event (16) x run length (0..=31; long runs are priced apart).
-const CELLS: usize = 16 * 32;
+/// Cells: event (32) x run length (0..=31; long runs are priced apart).
+const CELLS: usize = 32 * 32;
 
 /// The counters one run adds: up to six (counter, amount) pairs, amount 0 for none.
 #[derive(Clone, Copy)]
@@ -845,14 +970,18 @@ const fn bucket(n: i64, buckets: usize) -> usize {
 /// The counters a run of `n` characters (at least 1) ending in `event` adds.
 const fn run_adds(event: u8, n: i64) -> Adds {
     match event {
-        E_WORD | E_WORD_VOWEL | E_WORD_CAPS => {
+        E_WORD | E_WORD_VOWEL | E_WORD_CAPS | E_WORD_LT | E_WORD_VOWEL_LT => {
             let caps = if event == E_WORD_CAPS && n >= 2 { n } else { 0 };
-            let vowel = (event == E_WORD_VOWEL && n >= 4) as i64;
+            let vowel_end = matches!(event, E_WORD_VOWEL | E_WORD_VOWEL_LT);
+            let vowel = (vowel_end && n >= 4) as i64;
+            // A word before `<` is never all capitals: the slot of CAPS takes GENERIC.
+            let lt = matches!(event, E_WORD_LT | E_WORD_VOWEL_LT) && n >= 3;
+            let (caps_at, caps) = if lt { (GENERIC, -1) } else { (CAPS, caps) };
             Adds {
                 at: [
                     W_FIRST + bucket(n, WORD_BUCKETS),
                     W_LONG,
-                    CAPS,
+                    caps_at,
                     VOWEL_END,
                     VOWEL_END_LETTERS,
                     W_HUGE,
@@ -894,20 +1023,37 @@ const fn run_adds(event: u8, n: i64) -> Adds {
         // A lone punctuation character leads the word after it, unless a space leads it.
         E_PUNCT_WORD if n == 1 => Adds::one(PUNCT_LED, 1),
         E_PUNCT_WORD_SPACED if n == 1 => Adds::one(SPACED_PUNCT, 1),
-        E_PUNCT_WORD | E_PUNCT_WORD_SPACED | E_PUNCT_NEWLINE | E_PUNCT => {
+        // The same, by the group of the character (E_LED_MID.. and E_SPACED_MID.. are in the
+        // order of LED_MID.. and SPACED_MID..).
+        E_LED_MID..E_SPACED_MID if n == 1 => Adds::one(LED_MID + (event - E_LED_MID) as usize, 1),
+        // An apostrophe between letters: priced as one before a word, the word's price taken
+        // back (the event is only ever of a lone one).
+        E_APOS_WORD => Adds {
+            at: [LED_MID + 4, CONTRACTION, 0, 0, 0, 0],
+            n: [1, -1, 0, 0, 0, 0],
+        },
+        E_SPACED_MID..E_SPACED_END if n == 1 => {
+            Adds::one(SPACED_MID + (event - E_SPACED_MID) as usize, 1)
+        }
+        E_LED_MID..E_SPACED_END
+        | E_PUNCT_WORD
+        | E_PUNCT_WORD_SPACED
+        | E_PUNCT_NEWLINE
+        | E_PUNCT => {
             // Newlines right after punctuation join its piece: the newline run that follows
             // takes back its [`NEWLINES`].
             let newline = (event == E_PUNCT_NEWLINE) as i64;
+            let rule = (n >= RULE_FROM) as i64;
             Adds {
                 at: [
                     P_FIRST + bucket(n, PUNCT_BUCKETS),
                     P_LONG,
                     P_NEWLINE,
                     NEWLINES,
-                    0,
+                    P_RULE,
                     0,
                 ],
-                n: [1, sub(n, PUNCT_BUCKETS), newline, -newline, 0, 0],
+                n: [1, sub(n, PUNCT_BUCKETS), newline, -newline, -rule, 0],
             }
         }
         _ => Adds::NONE,
@@ -968,8 +1114,14 @@ const fn cell_weights() -> [i64; 2 * CELLS] {
             }
             t[i] = fixed(w);
         }
-        // The same cell with a rare letter pair ([`RARE_PAIRS`]) at its last byte.
-        t[CELLS + i] = t[i].wrapping_add(fixed(WEIGHTS[RARE_PAIRS]));
+        // The same cell with a rare letter pair ([`RARE_PAIRS`], or [`RARE_EARLY`] after the
+        // first letters of a word) at its last byte.
+        let rare = if i & 31 <= EARLY {
+            RARE_EARLY
+        } else {
+            RARE_PAIRS
+        };
+        t[CELLS + i] = t[i].wrapping_add(fixed(WEIGHTS[rare]));
         i += 1;
     }
     t
@@ -996,7 +1148,7 @@ const fn rare_after() -> [u32; 256] {
 struct Tables {
     /// The class of each byte (low three bits; bytes from 0x80 on read as punctuation, the
     /// fast path never sees them) and, for small letters, its letter column (`b & 31`, 1 for
-    /// `a`) above, for `rare_after`.
+    /// `a`) above, for `rare_after`; for punctuation, its group ([`step_class`]).
     class: [u8; 256],
     /// Letter pairs: for each byte, the small letters that rarely follow it (bit `b & 31`
     /// set), from [`RARE`]; 0 for bytes that are no ASCII letter.
@@ -1009,8 +1161,8 @@ struct Tables {
     /// a rare letter pair: those cells weigh one [`RARE_PAIRS`] more.
     cell: [i64; 2 * CELLS],
     /// For each two ASCII bytes `p` then `b` (at `p | b << 8`, with [`SPACED`] added when a
-    /// space came before `p`), the event ending at `p` (low four bits, as in `event`) and
-    /// whether the letter pair is rare (bit 4; bits 5 to 7 are free).
+    /// space came before `p`), the event ending at `p` (low five bits, as in `event`) and
+    /// whether the letter pair is rare (bit 5; bits 6 and 7 are free).
     pair: [u8; PAIRS],
     /// [`info_of`] each code point of two UTF-8 bytes (0x80 to 0x7ff, and those below for
     /// bytes that are no UTF-8).
@@ -1073,16 +1225,19 @@ const fn pair_table() -> [u8; PAIRS] {
     let mut i = 0;
     while i < PAIRS {
         let (p, b) = (i & 0x7f, (i >> 8) & 0x7f);
-        let prev = class[p] & 7;
-        // `event` looks at the class before `prev` only to tell a space from the rest.
+        let prev = step_class(class[p]);
+        // `event` looks at the class before `prev` only to tell a space from the rest, and,
+        // for an apostrophe, a letter (which APOS_AFTER_LETTER stands for) from the rest.
         let before = if i as u64 & SPACED != 0 {
             C_SPACE
+        } else if p == APOS_AFTER_LETTER as usize && contraction_letter(b as u8) {
+            C_LOWER
         } else {
             prev
         };
         let c = class[b];
         let pair = (rare[p] >> (c >> 3)) & 1;
-        t[i] = event(before, prev, c & 7) | (pair as u8) << 4;
+        t[i] = event(before, prev, step_class(c)) | (pair as u8) << 5;
         i += 1;
     }
     t
@@ -1109,6 +1264,35 @@ fn space_mask(x: u64) -> u64 {
     let not = |c: u8| (x ^ (u64::from(c) * ONES)).wrapping_add(0x7f * ONES);
     let tab_to_ff = at_least(x, 0x09) & !at_least(x, 0x0d) & not(b'\n');
     (!not(b' ') | tab_to_ff) & HIGHS
+}
+
+/// Bit 7 set in each byte of `x` equal to `c` (below 0x80), for bytes below 0x80; the other bits
+/// clear.
+#[inline(always)]
+fn equal(x: u64, c: u8) -> u64 {
+    !(x ^ (u64::from(c) * ONES)).wrapping_add(0x7f * ONES) & HIGHS
+}
+
+/// The fast path's stand-in for an apostrophe right after a letter ([`CONTRACTION`]), which
+/// `TABLES.pair` knows as one: the one place where the event at a byte depends on more than
+/// whether a space came before it. A control character that text holds next to never; the
+/// fast path leaves it to the per-character path, which sees it as an apostrophe too.
+const APOS_AFTER_LETTER: u8 = 0x01;
+
+/// Block `w` (all ASCII, after byte `p`, as from [`fast_state`]) with each apostrophe right
+/// after an ASCII letter replaced by [`APOS_AFTER_LETTER`].
+#[inline(always)]
+fn apostrophes_after_letters(w: u64, p: u64) -> u64 {
+    let apostrophes = equal(w, b'\'');
+    // NOTE: most blocks hold none: one well-predicted branch instead of the letter mask.
+    if apostrophes == 0 {
+        return w;
+    }
+    // Each byte's byte before it, folded to small letters (no byte reaches 0x80).
+    let before = (w << 8 | (p & 0x7f)) | (0x20 * ONES);
+    let letter = at_least(before, b'a') & !at_least(before, b'z' + 1);
+    let at = letter & apostrophes;
+    w - (at >> 7) * u64::from(b'\'' - APOS_AFTER_LETTER)
 }
 
 /// Where the counters go: the estimate adds weights as it goes, [`features`] keeps counts.
@@ -1157,7 +1341,8 @@ impl Sink for Counts<'_> {
     #[inline(always)]
     fn cell(&mut self, cell: usize) {
         if cell >= CELLS {
-            self.add(RARE_PAIRS, 1);
+            let early = cell % 32 <= EARLY;
+            self.add(if early { RARE_EARLY } else { RARE_PAIRS }, 1);
         }
         if let Some(x) = self.cells.get_mut(cell % CELLS) {
             *x = x.wrapping_add(1);
@@ -1210,8 +1395,9 @@ struct State {
     len: usize,
     /// The previous byte if it is ASCII, else 0 (for [`RARE`]: `TABLES.rare_after` of it).
     last: u8,
-    /// Rare letter pairs seen.
+    /// Rare letter pairs seen: after the first [`EARLY`] letters of a word, and before.
     rare: u64,
+    rare_early: u64,
     /// Whether the current word holds a letter outside ASCII, how many, and the script of the
     /// first.
     wide: bool,
@@ -1229,6 +1415,7 @@ impl State {
         len: 0,
         last: 0,
         rare: 0,
+        rare_early: 0,
         wide: false,
         other: 0,
         script: 0,
@@ -1272,11 +1459,26 @@ fn ascii_after_wide(st: &mut State, sink: &mut impl Sink, b: u8) {
     }
 }
 
-/// One character of class `class`; returns whether it ended a run.
+/// Whether an apostrophe between letters followed by byte `b` starts one of the suffixes that
+/// o200k_base keeps in the word before it (`'s`, `'t`, `'re`, `'ve`, `'m`, `'ll`, `'d`, in
+/// either case; [`CONTRACTION`]); otherwise (`l'homme`, `dell'uomo`) the apostrophe leads the
+/// word after it.
 #[inline(always)]
-fn step(st: &mut State, sink: &mut impl Sink, class: u8) -> bool {
+const fn contraction_letter(b: u8) -> bool {
+    matches!(b | 0x20, b's' | b't' | b'r' | b'v' | b'm' | b'l' | b'd')
+}
+
+/// One character of class `class` (its byte `b` if ASCII, else its lead byte); returns whether
+/// it ended a run.
+#[inline(always)]
+fn step(st: &mut State, sink: &mut impl Sink, class: u8, b: u8) -> bool {
     st.classes = (st.classes << 4 | usize::from(class)) & 0xfff;
-    let row = usize::from(TABLES.event.get(st.classes).copied().unwrap_or(0) & 15) << 5;
+    let mut event = TABLES.event.get(st.classes).copied().unwrap_or(0) & 31;
+    // The one event that depends on a byte, not its class: see [`contraction_letter`].
+    if event == E_APOS_WORD && !contraction_letter(b) {
+        event = E_LED_MID + 4;
+    }
+    let row = usize::from(event) << 5;
     // NOTE: `len & 31`, not `len.min(31)`: a long run lands in the wrong cell, which the
     // (rare, so well predicted) branch below takes back. A long run that goes on (row 0)
     // landed in a cell that weighs nothing.
@@ -1299,7 +1501,11 @@ fn rare_row(b: u8) -> u32 {
 /// the letter pair if it is rare ([`RARE`]) and makes `b` the last byte.
 #[inline(always)]
 fn pair_step(st: &mut State, b: u8, c: u8) {
-    st.rare += u64::from((rare_row(st.last) >> (c >> 3)) & 1);
+    let rare = u64::from((rare_row(st.last) >> (c >> 3)) & 1);
+    // NOTE: `st.len` is the length of the run of the last byte, as in the fast path's cell.
+    let early = u64::from(st.len <= EARLY);
+    st.rare += rare & (early ^ 1);
+    st.rare_early += rare & early;
     st.last = b;
 }
 
@@ -1308,7 +1514,7 @@ fn pair_step(st: &mut State, b: u8, c: u8) {
 fn ascii_step(st: &mut State, sink: &mut impl Sink, b: u8) {
     let c = byte_class(b);
     pair_step(st, b, c);
-    step(st, sink, c & 7);
+    step(st, sink, step_class(c), b);
 }
 
 /// [`ascii_step`] over `bytes`, out of the hot loop: the bytes of a block where a run may
@@ -1340,8 +1546,20 @@ fn fast_state(st: &State) -> Option<u64> {
         C_DIGIT => b'0',
         C_SPACE => b' ',
         C_NEWLINE => b'\n',
-        C_PUNCT if prev == C_SPACE => return Some(SPACED | u64::from(b'!')),
-        C_PUNCT => b'!',
+        C_PUNCT_APOS if is_letter(prev) => APOS_AFTER_LETTER,
+        C_PUNCT | C_PUNCT_MID | C_PUNCT_TAG | C_PUNCT_SEP | C_PUNCT_PATH | C_PUNCT_APOS => {
+            // A byte of the group stands for the last one.
+            let b = match last {
+                C_PUNCT => b'.',
+                C_PUNCT_MID => b'-',
+                C_PUNCT_TAG => b'<',
+                C_PUNCT_PATH => b'/',
+                C_PUNCT_APOS => b'\'',
+                _ => b'!',
+            };
+            let spaced = if prev == C_SPACE { SPACED } else { 0 };
+            return Some(spaced | u64::from(b));
+        }
         C_LOWER | C_VOWEL | C_UPPER if byte_class(st.last) & 7 == last => st.last,
         _ => return None,
     };
@@ -1352,14 +1570,16 @@ fn fast_state(st: &State) -> Option<u64> {
 #[inline(always)]
 fn leave_fast(st: &mut State, p: u64, len: usize) {
     let b = (p & 0x7f) as u8;
-    let class = byte_class(b) & 7;
-    let before = if p & SPACED != 0 && class == C_PUNCT {
+    let class = step_class(byte_class(b));
+    let before = if p & SPACED != 0 && is_punct(class) {
         C_SPACE
+    } else if b == APOS_AFTER_LETTER {
+        C_LOWER
     } else {
         class
     };
     st.classes = usize::from(before) << 4 | usize::from(class);
-    st.last = b;
+    st.last = if b == APOS_AFTER_LETTER { b'\'' } else { b };
     st.wide_last = NO_LETTER;
     st.len = len;
 }
@@ -1384,7 +1604,8 @@ fn ascii_run<S: Sink>(mut st: State, mut sink: S, bytes: &[u8]) -> (State, S, us
             break;
         };
         let w = u64::from_le_bytes(*block);
-        let high = w & HIGHS;
+        // Bytes outside ASCII, and APOS_AFTER_LETTER itself, leave the fast path.
+        let high = (w & HIGHS) | equal(w, APOS_AFTER_LETTER);
         if high != 0 {
             // The ASCII bytes before the first that is not.
             let ascii = (high.trailing_zeros() / 8) as usize;
@@ -1412,7 +1633,10 @@ fn ascii_run<S: Sink>(mut st: State, mut sink: S, bytes: &[u8]) -> (State, S, us
         (p, len) = fast_bytes(&mut sink, w, p, len, 8);
     }
     let rest = chunks.remainder();
-    let ascii = rest.iter().take_while(|&&b| b < 0x80).count();
+    let ascii = rest
+        .iter()
+        .take_while(|&&b| b < 0x80 && b != APOS_AFTER_LETTER)
+        .count();
     let rest = rest.get(..ascii).unwrap_or_default();
     // The last bytes of the text, padded with 0 (the padding is never taken).
     let w = rest.iter().rev().fold(0, |w, &b| w << 8 | u64::from(b));
@@ -1474,8 +1698,9 @@ fn fast_tail<S: Sink>(mut st: State, mut sink: S, fast: Fast, ascii: &[u8]) -> (
 /// [`LONG_RUN`]); returns the last byte (with [`SPACED`]) and the run's length after them.
 #[inline(always)]
 fn fast_bytes<S: Sink>(sink: &mut S, w: u64, p: u64, mut len: usize, n: usize) -> (u64, usize) {
-    // Each byte of the block with SPACED if the byte before it is a space.
-    let flagged = w | space_mask(w << 8 | (p & 0x7f));
+    // Each byte of the block with SPACED if the byte before it is a space, an apostrophe after
+    // a letter as APOS_AFTER_LETTER.
+    let flagged = apostrophes_after_letters(w, p) | space_mask(w << 8 | (p & 0x7f));
     for k in 0..n.min(8) {
         // Byte k - 1 (flagged) and byte k: `p` and the first for the first byte.
         let pair = if k == 0 {
@@ -1490,7 +1715,7 @@ fn fast_bytes<S: Sink>(sink: &mut S, w: u64, p: u64, mut len: usize, n: usize) -
             .unwrap_or(0);
         // The event and the rare pair bit: a cell from 0 to 2 * CELLS - 1 (`len` is below 31).
         sink.cell((usize::from(e) << 5 | len) & (2 * CELLS - 1));
-        len = if e & 15 != 0 { 1 } else { len + 1 };
+        len = if e & 31 != 0 { 1 } else { len + 1 };
     }
     match n.min(8) {
         0 => (p, len),
@@ -1550,7 +1775,7 @@ fn char_step(st: &mut State, sink: &mut impl Sink, b: &[u8]) -> usize {
         let c = byte_class(lead);
         ascii_after_wide(st, sink, lead);
         pair_step(st, lead, c);
-        let mut class = c & 7;
+        let mut class = step_class(c);
         // Inside a word holding letters outside ASCII, ASCII letters count with them.
         if st.wide && is_letter(class) {
             let wide = if class == C_UPPER {
@@ -1577,7 +1802,7 @@ fn char_step(st: &mut State, sink: &mut impl Sink, b: &[u8]) -> usize {
         (class, len, info)
     };
     let run = st.len;
-    if step(st, sink, class) && st.wide {
+    if step(st, sink, class, lead) && st.wide {
         wide_word_end(st, sink, run);
     }
     if info & W_LETTER != 0 {
@@ -1637,7 +1862,7 @@ fn wide_run(st: &mut State, sink: &mut impl Sink, bytes: &[u8]) -> usize {
         // What `char_step` and `step` do for a letter that goes on the word (its cell, of
         // event 0, weighs nothing).
         st.classes = next;
-        st.len += 1;
+        // The length of the run before this letter, as `char_step` has it for `pair_step`.
         if lead < 0x80 {
             ascii_after_wide(st, sink, lead);
             pair_step(st, lead, info as u8);
@@ -1645,6 +1870,7 @@ fn wide_run(st: &mut State, sink: &mut impl Sink, bytes: &[u8]) -> usize {
             wide_pair_step(st, sink, letter_of(cp));
             wide_letter(st, sink, info);
         }
+        st.len += 1;
         done += n;
     }
     done
@@ -1674,14 +1900,16 @@ fn scan<S: Sink>(text: &[u8], mut sink: S) -> S {
 /// The end of the text ends the last run; the rare letter pairs are counted at the end.
 fn end_of_text<S: Sink>(mut st: State, mut sink: S) -> S {
     let run = st.len;
-    if step(&mut st, &mut sink, C_EDGE) && st.wide {
+    if step(&mut st, &mut sink, C_EDGE, 0) && st.wide {
         wide_word_end(&mut st, &mut sink, run);
     }
     sink.add(RARE_PAIRS, st.rare as i64);
+    sink.add(RARE_EARLY, st.rare_early as i64);
     sink
 }
 
-/// The counters the estimate weighs: see the feature indices above.
+/// The counters the estimate weighs: see the feature indices above. They are two's
+/// complement: [`GENERIC`] counts down (read them `as i64`).
 // NOTE: the estimate adds the weights as it goes; the counters themselves are for
 // `examples/estimate_fit.rs` (which compiles this file in) and the tests.
 #[allow(dead_code)]
@@ -1750,6 +1978,7 @@ mod tests {
             "The quick brown fox jumps over the lazy dog.",
             "fn main() {\n    let x = parseJSON(&input)?;\n}\n\n\n  \n",
             "{\"name\": \"context-keeper\", \"count\": 42, \"pi\": 3.14159}",
+            "let v: Vec<u32> = x; <output>\n</output> <a href=\"/x/y\">`z` [w] -n --no-deps",
             "Все люди рождаются свободными; 人人生而自由; Declaración 🎉 — “quotes”",
             "ÀÉÎõü İstanbul ĞÜŞ ꙮ ǅ x\u{0301}y ١٢٣ ๑๒๓ \u{3000}\u{2028}",
         ]
@@ -1765,7 +1994,11 @@ mod tests {
         }
         for text in &texts {
             let f = features(text);
-            let weighted: f64 = f.iter().zip(&WEIGHTS).map(|(&n, &w)| n as f64 * w).sum();
+            let weighted: f64 = f
+                .iter()
+                .zip(&WEIGHTS)
+                .map(|(&n, &w)| n as i64 as f64 * w)
+                .sum();
             let expected = (weighted.round() as usize).max(1);
             let got = estimate_tokens(text);
             assert!(
@@ -1815,7 +2048,7 @@ mod tests {
     #[test]
     fn fast_path_is_the_slow_path() {
         let alphabet: Vec<char> =
-            "abcdeiouxyzqjAEIOUXZ0189    \n\n\r\t\u{b}\u{c}.,;:!?(){}\"'-_=éÑłŋжЖљё中🎉\u{3000}—"
+            "abcdeiouxyzqjstAEIOUXZ0189    \n\n\r\t\u{b}\u{c}.,;:!?(){}\"'-_=</>`éÑłŋжЖљё中🎉\u{3000}—'\u{1}"
                 .chars()
                 .collect();
         let mut seed = 12345u64;

@@ -51,16 +51,18 @@ fn estimate_is_close_on_each_kind_of_text() {
     let texts: BTreeMap<String, String> = fixture("texts.json");
     // Bounds at what the estimator achieves on these short fixtures (a few points of slack).
     // Its weak spots: a sentence dense with contractions (4 in 22 words: 29 tokens, estimated
-    // 36; the estimator prices `'t` as a piece of its own, where o200k_base mostly joins it),
-    // and short everyday Japanese (13 tokens, estimated 27). On real messages it does better:
-    // see the per-message errors of `node bench/run.mjs`.
+    // 34; o200k_base joins `'t` and `'s` to the word before, which the estimator now prices,
+    // but not every such word is one token), short everyday Japanese (13 tokens, estimated
+    // 25) and the Russian pangram (19 tokens, estimated 23, since the refit on agent traffic).
+    // On real messages it does better: see the per-message errors of `node bench/run.mjs` and
+    // `node bench/agent.mjs`.
     for (name, bound) in [
-        ("english", 0.25),
+        ("english", 0.2),
         ("code", 0.05),
         ("json", 0.05),
         ("chinese", 0.25),
         ("japanese", 1.1),
-        ("russian", 0.2),
+        ("russian", 0.25),
         ("korean", 0.07),
         ("mixed-case", 0.25),
     ] {
