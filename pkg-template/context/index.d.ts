@@ -24,7 +24,6 @@ export type ContextErrorKind =
   | "notFound"    // no offloaded output has that id
   | "corrupt"     // the stored output does not match what was saved
   | "pattern"     // the search pattern does not compile
-  | "unavailable" // the entry was built without the context layer
   | "internal";
 
 /** The one error class of the context layer. */

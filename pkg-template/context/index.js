@@ -147,11 +147,17 @@ export function bindContext(core) {
     return outcomes;
   }
 
-  async function offloadMessages(messages, options) {
+  /** The driver's own offload options, checked, and the rest for the core. */
+  function offloadOptions(options) {
     options = checkObject(options, "options");
     const store = checkStore(options.store);
     const timeoutMs = checkTimeout(options.timeoutMs);
-    const plan = ready().__ckPlanOffload(messages, coreOptions(options, ["store", "timeoutMs"]));
+    return { store, timeoutMs, rest: coreOptions(options, ["store", "timeoutMs"]) };
+  }
+
+  async function offloadMessages(messages, options) {
+    const { store, timeoutMs, rest } = offloadOptions(options);
+    const plan = ready().__ckPlanOffload(messages, rest);
     try {
       const outcomes = await performSaves(store, plan.saves(), timeoutMs);
       return plan.apply(outcomes);
@@ -161,10 +167,8 @@ export function bindContext(core) {
   }
 
   async function offloadToolResult(result, options) {
-    options = checkObject(options, "options");
-    const store = checkStore(options.store);
-    const timeoutMs = checkTimeout(options.timeoutMs);
-    const plan = ready().__ckPlanResult(result, coreOptions(options, ["store", "timeoutMs"]));
+    const { store, timeoutMs, rest } = offloadOptions(options);
+    const plan = ready().__ckPlanResult(result, rest);
     try {
       const save = plan.save();
       if (save === undefined) return plan.apply(null);
@@ -252,6 +256,8 @@ export function bindContext(core) {
   }
 
   const MODEL_ERRORS = new Set(["notFound", "corrupt", "pattern", "options"]);
+  /** A line number or count the model gave, if it is one. */
+  const positive = (n) => (typeof n === "number" && Number.isInteger(n) && n >= 1 ? n : undefined);
 
   async function runRecoveryTool(name, args, options) {
     options = checkObject(options, "options");
@@ -281,8 +287,6 @@ export function bindContext(core) {
       throw error;
     }
   }
-
-  const positive = (n) => (typeof n === "number" && Number.isInteger(n) && n >= 1 ? n : undefined);
 
   function recoveryTools(format = "openai", options) {
     const definitions = ready().__ckToolDefinitions(format === "ai-sdk" ? "aisdk" : format);
@@ -314,13 +318,4 @@ export function bindContext(core) {
     recoveryTools,
     runRecoveryTool,
   };
-}
-
-/** The functions an entry without the context layer exports: each throws what is missing. */
-export function unavailableContext(entry) {
-  const missing = () => {
-    throw new ContextKeeperError(`the context layer is not in ${entry}; import "context-keeper" instead`, { kind: "unavailable" });
-  };
-  const names = ["pruneMessages", "evictToolInputs", "offloadToolResult", "offloadMessages", "readOffloaded", "listOffloaded", "grepOffloaded", "recoveryTools", "runRecoveryTool"];
-  return Object.fromEntries(names.map((name) => [name, missing]));
 }

@@ -33,9 +33,15 @@ pub fn register_error_class(class: js_sys::Function) {
     ERROR_CLASS.with(|slot| *slot.borrow_mut() = Some(class));
 }
 
+impl From<ContextError> for JsValue {
+    fn from(err: ContextError) -> Self {
+        context_error_to_js(&err)
+    }
+}
+
 /// The error as a JS value: an instance of the registered class, or an `Error` with the same
 /// `name`, `kind` and `path`.
-pub(super) fn context_error_to_js(err: &ContextError) -> JsValue {
+fn context_error_to_js(err: &ContextError) -> JsValue {
     let message = JsValue::from_str(&err.to_string());
     let options = js_sys::Object::new();
     let _ = js_sys::Reflect::set(&options, &"kind".into(), &err.kind().into());
@@ -58,9 +64,14 @@ pub(super) fn context_error_to_js(err: &ContextError) -> JsValue {
 }
 
 /// Options read as JSON and deserialized with the path of a bad field: `options.limitTokens`.
-fn read_options<T: DeserializeOwned + Default>(options: &JsValue) -> Result<T, ContextError> {
+/// With `format`, the `format` option (which the tiers' options do not have) is taken out
+/// first and returned: the conversation is read in it.
+fn read_options<T: DeserializeOwned + Default>(
+    options: &JsValue,
+    format: bool,
+) -> Result<(Option<Format>, T), ContextError> {
     if options.is_undefined() || options.is_null() {
-        return Ok(T::default());
+        return Ok((None, T::default()));
     }
     if !options.is_object() || js_sys::Array::is_array(options) {
         return Err(ContextError::options(
@@ -68,10 +79,29 @@ fn read_options<T: DeserializeOwned + Default>(options: &JsValue) -> Result<T, C
             format!("expected an object, found {}", type_name(options)),
         ));
     }
-    let value = walk::read(options, None)
+    let mut value = walk::read(options, None)
         .map_err(|err| ContextError::options(format!("options{}", err.path()), err.reason))?
         .unwrap_or(Value::Null);
-    serde_path_to_error::deserialize(value).map_err(|err| {
+    let named = match (format, &mut value) {
+        (true, Value::Object(map)) => map.shift_remove("format"),
+        _ => None,
+    };
+    let format = match named {
+        None | Some(Value::Null) => None,
+        Some(Value::String(name)) => Some(Format::from_name(&name).ok_or_else(|| {
+            ContextError::options(
+                "options.format",
+                format!("unknown format {name:?}; known formats: openai, anthropic, aisdk"),
+            )
+        })?),
+        Some(other) => {
+            return Err(ContextError::options(
+                "options.format",
+                format!("expected a string, found {}", json_type(&other)),
+            ))
+        }
+    };
+    let options = serde_path_to_error::deserialize(value).map_err(|err| {
         let path = err.path().to_string();
         let path = if path == "." {
             "options".to_owned()
@@ -79,7 +109,19 @@ fn read_options<T: DeserializeOwned + Default>(options: &JsValue) -> Result<T, C
             format!("options.{path}")
         };
         ContextError::options(path, err.into_inner().to_string())
-    })
+    })?;
+    Ok((format, options))
+}
+
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 /// The conversation argument, read whole and parsed.
@@ -106,7 +148,15 @@ fn to_js<T: Serialize>(value: &T) -> Result<JsValue, ContextError> {
     super::to_js(value).map_err(ContextError::internal)
 }
 
-/// The tiered conversation as the caller's shape: untouched messages the caller's own objects.
+/// Sets `key` of a result object.
+fn set(object: &js_sys::Object, key: &str, value: &JsValue) -> Result<(), ContextError> {
+    js_sys::Reflect::set(object, &key.into(), value)
+        .map(drop)
+        .map_err(|err| ContextError::internal(super::error_message(&err)))
+}
+
+/// `{ messages, report }` in the caller's shape: untouched messages the caller's own objects.
+/// `edited` is sorted.
 fn written(
     input: &JsValue,
     conversation: Conversation,
@@ -114,122 +164,94 @@ fn written(
     report: &Report,
 ) -> Result<JsValue, ContextError> {
     let result = js_sys::Object::new();
-    let set = |key: &str, value: &JsValue| {
-        js_sys::Reflect::set(&result, &key.into(), value)
-            .map(drop)
-            .map_err(|err| ContextError::internal(super::error_message(&err)))
-    };
     if edited.is_empty() {
-        set("messages", input)?;
+        set(&result, "messages", input)?;
     } else {
         let list = message_list(input).map_err(|e| ContextError::internal(e.to_string()))?;
-        let count = conversation.messages().len();
-        let untouched: Vec<Option<usize>> = (0..count)
-            .map(|i| (!edited.contains(&i)).then_some(i))
+        let untouched: Vec<Option<usize>> = (0..conversation.messages().len())
+            .map(|i| edited.binary_search(&i).is_err().then_some(i))
             .collect();
         let out = write_back(input, &list, conversation, &untouched)
             .map_err(|e| ContextError::internal(e.to_string()))?;
-        set("messages", &out)?;
+        set(&result, "messages", &out)?;
     }
-    set("report", &to_js(report)?)?;
+    set(&result, "report", &to_js(report)?)?;
     Ok(result.into())
 }
 
-/// Takes `format` out of an options object (the tiers' options do not know it).
-fn split_format(options: &JsValue) -> Result<(Option<Format>, JsValue), ContextError> {
-    if !options.is_object() || js_sys::Array::is_array(options) {
-        return Ok((None, options.clone()));
-    }
-    let format = js_sys::Reflect::get(options, &"format".into()).unwrap_or(JsValue::UNDEFINED);
-    if format.is_undefined() || format.is_null() {
-        return Ok((None, options.clone()));
-    }
-    let name = format.as_string().ok_or_else(|| {
-        ContextError::options(
-            "options.format",
-            format!("expected a string, found {}", type_name(&format)),
-        )
-    })?;
-    let parsed = Format::from_name(&name).ok_or_else(|| {
-        ContextError::options(
-            "options.format",
-            format!("unknown format {name:?}; known formats: openai, anthropic, aisdk"),
-        )
-    })?;
-    let rest = js_sys::Object::assign(&js_sys::Object::new(), options.unchecked_ref());
-    let _ = js_sys::Reflect::delete_property(&rest, &"format".into());
-    Ok((Some(parsed), rest.into()))
+/// Runs a pure tier over a conversation: reads the options (with `format`) and the messages,
+/// and writes back what it edited.
+fn run_tier<O: DeserializeOwned + Default>(
+    messages: &JsValue,
+    options: &JsValue,
+    tier: impl FnOnce(Conversation, &O) -> (Conversation, Vec<usize>, Report),
+) -> Result<JsValue, ContextError> {
+    enter();
+    let (format, options) = read_options(options, true)?;
+    let (conversation, edited, report) = tier(read_conversation(messages, format)?, &options);
+    written(messages, conversation, &edited, &report)
 }
 
 #[wasm_bindgen(js_name = __ckPrune, skip_typescript)]
-pub fn prune_messages(messages: JsValue, options: JsValue) -> Result<JsValue, JsValue> {
-    enter();
-    let run = || {
-        let (format, options) = split_format(&options)?;
-        let options: prune::PruneOptions = read_options(&options)?;
-        let conv = read_conversation(&messages, format)?;
-        let pruned = prune::prune(conv, &options);
-        written(
-            &messages,
-            pruned.conversation,
-            &pruned.edited,
-            &pruned.report,
-        )
-    };
-    run().map_err(|e| context_error_to_js(&e))
+pub fn prune_messages(messages: JsValue, options: JsValue) -> Result<JsValue, ContextError> {
+    run_tier(&messages, &options, |conv, options| {
+        let pruned = prune::prune(conv, options);
+        (pruned.conversation, pruned.edited, pruned.report)
+    })
 }
 
 #[wasm_bindgen(js_name = __ckEvict, skip_typescript)]
-pub fn evict_tool_inputs(messages: JsValue, options: JsValue) -> Result<JsValue, JsValue> {
-    enter();
-    let run = || {
-        let (format, options) = split_format(&options)?;
-        let options: evict::EvictOptions = read_options(&options)?;
-        let conv = read_conversation(&messages, format)?;
-        let evicted = evict::evict(conv, &options);
-        written(
-            &messages,
-            evicted.conversation,
-            &evicted.edited,
-            &evicted.report,
-        )
-    };
-    run().map_err(|e| context_error_to_js(&e))
+pub fn evict_tool_inputs(messages: JsValue, options: JsValue) -> Result<JsValue, ContextError> {
+    run_tier(&messages, &options, |conv, options| {
+        let evicted = evict::evict(conv, options);
+        (evicted.conversation, evicted.edited, evicted.report)
+    })
 }
 
-fn offload_options(options: &JsValue) -> Result<OffloadOptions, ContextError> {
-    let options: OffloadOptions = read_options(options)?;
+/// Offload options, with the session id they cannot do without.
+fn offload_options(
+    options: &JsValue,
+    format: bool,
+) -> Result<(Option<Format>, OffloadOptions), ContextError> {
+    let (format, options): (_, OffloadOptions) = read_options(options, format)?;
     if options.session_id.is_empty() {
         return Err(ContextError::options(
             "options.sessionId",
             "expected a non-empty string".to_owned(),
         ));
     }
-    Ok(options)
+    Ok((format, options))
+}
+
+/// A key as a JS array of strings.
+fn key_to_js(key: &[String]) -> js_sys::Array {
+    key.iter().map(|k| JsValue::from_str(k)).collect()
 }
 
 /// A save as `{ key, bytes }`.
 fn save_to_js(save: &Save) -> Result<JsValue, ContextError> {
     let object = js_sys::Object::new();
-    let key: js_sys::Array = save.key.iter().map(|k| JsValue::from_str(k)).collect();
-    let bytes = js_sys::Uint8Array::from(save.bytes.as_slice());
-    js_sys::Reflect::set(&object, &"key".into(), &key)
-        .and_then(|_| js_sys::Reflect::set(&object, &"bytes".into(), &bytes))
-        .map_err(|err| ContextError::internal(super::error_message(&err)))?;
+    set(&object, "key", &key_to_js(&save.key))?;
+    set(
+        &object,
+        "bytes",
+        &js_sys::Uint8Array::from(save.bytes.as_slice()),
+    )?;
     Ok(object.into())
 }
 
-/// Outcomes as the driver hands them: per save, `null` when the store confirmed it, else the
+/// A save's outcome as the driver hands it: `null` when the store confirmed it, else the
 /// reason it did not (a string).
-fn outcomes(values: &js_sys::Array) -> Vec<Outcome> {
-    values
-        .iter()
-        .map(|v| match v.as_string() {
-            Some(reason) => Outcome::Failed(reason),
-            None if v.is_null() || v.is_undefined() => Outcome::Saved,
-            None => Outcome::Failed("the save failed".to_owned()),
-        })
-        .collect()
+fn outcome_of(value: &JsValue) -> Outcome {
+    match value.as_string() {
+        Some(reason) => Outcome::Failed(reason),
+        None if value.is_null() || value.is_undefined() => Outcome::Saved,
+        None => Outcome::Failed("the save failed".to_owned()),
+    }
+}
+
+fn already_applied() -> ContextError {
+    ContextError::internal("the plan was already applied".to_owned())
 }
 
 /// The offload of a conversation, planned, waiting for its saves.
@@ -243,48 +265,38 @@ pub struct OffloadPlanJs {
 #[wasm_bindgen(js_class = __CkOffloadPlan)]
 impl OffloadPlanJs {
     /// The saves, as `[{ key, bytes }]`.
-    pub fn saves(&self) -> Result<js_sys::Array, JsValue> {
+    pub fn saves(&self) -> Result<js_sys::Array, ContextError> {
         let out = js_sys::Array::new();
-        if let Some(plan) = &self.plan {
-            for save in plan.saves() {
-                out.push(&save_to_js(save).map_err(|e| context_error_to_js(&e))?);
-            }
+        for save in self.plan.iter().flat_map(OffloadPlan::saves) {
+            out.push(&save_to_js(save)?);
         }
         Ok(out)
     }
 
     /// The conversation with the confirmed offloads made, and the report.
-    pub fn apply(&mut self, outcomes_js: js_sys::Array) -> Result<JsValue, JsValue> {
+    pub fn apply(&mut self, outcomes: js_sys::Array) -> Result<JsValue, ContextError> {
         enter();
-        let plan = self.plan.take().ok_or_else(|| {
-            context_error_to_js(&ContextError::internal(
-                "the plan was already applied".to_owned(),
-            ))
-        })?;
-        let done = plan.apply(&outcomes(&outcomes_js));
+        let plan = self.plan.take().ok_or_else(already_applied)?;
+        let outcomes: Vec<Outcome> = outcomes.iter().map(|v| outcome_of(&v)).collect();
+        let done = plan.apply(&outcomes);
         written(
             &self.messages,
             done.conversation,
             &done.edited,
             &done.report,
         )
-        .map_err(|e| context_error_to_js(&e))
     }
 }
 
 #[wasm_bindgen(js_name = __ckPlanOffload, skip_typescript)]
-pub fn plan_offload(messages: JsValue, options: JsValue) -> Result<OffloadPlanJs, JsValue> {
+pub fn plan_offload(messages: JsValue, options: JsValue) -> Result<OffloadPlanJs, ContextError> {
     enter();
-    let run = || {
-        let (format, options) = split_format(&options)?;
-        let options = offload_options(&options)?;
-        let conv = read_conversation(&messages, format)?;
-        Ok(OffloadPlanJs {
-            plan: Some(offload::plan_messages(conv, &options)),
-            messages: messages.clone(),
-        })
-    };
-    run().map_err(|e: ContextError| context_error_to_js(&e))
+    let (format, options) = offload_options(&options, true)?;
+    let conv = read_conversation(&messages, format)?;
+    Ok(OffloadPlanJs {
+        plan: Some(offload::plan_messages(conv, &options)),
+        messages,
+    })
 }
 
 /// The offload of one result, planned.
@@ -298,78 +310,57 @@ pub struct ResultPlanJs {
 #[wasm_bindgen(js_class = __CkResultPlan)]
 impl ResultPlanJs {
     /// The save, or `undefined` when the result stays as it is.
-    pub fn save(&self) -> Result<JsValue, JsValue> {
+    pub fn save(&self) -> Result<JsValue, ContextError> {
         match self.plan.as_ref().and_then(ResultPlan::save) {
-            Some(save) => save_to_js(save).map_err(|e| context_error_to_js(&e)),
+            Some(save) => save_to_js(save),
             None => Ok(JsValue::UNDEFINED),
         }
     }
 
     /// `{ content, offloaded, failure? }` after the save's outcome (`null`: saved; a string:
     /// why not).
-    pub fn apply(&mut self, outcome: JsValue) -> Result<JsValue, JsValue> {
+    pub fn apply(&mut self, outcome: JsValue) -> Result<JsValue, ContextError> {
         enter();
-        let plan = self.plan.take().ok_or_else(|| {
-            context_error_to_js(&ContextError::internal(
-                "the plan was already applied".to_owned(),
-            ))
-        })?;
-        let planned = plan.save().is_some();
-        let outcome = planned.then(|| outcomes(&js_sys::Array::of1(&outcome)).remove(0));
+        let plan = self.plan.take().ok_or_else(already_applied)?;
+        let outcome = plan.save().is_some().then(|| outcome_of(&outcome));
         let done = plan.apply(outcome.as_ref());
         let result = js_sys::Object::new();
-        let content = if done.offloaded.is_some() {
-            to_js(&done.content).map_err(|e| context_error_to_js(&e))?
-        } else {
-            self.result.clone()
+        let (content, offloaded) = match &done.offloaded {
+            Some(offloaded) => (to_js(&done.content)?, to_js(offloaded)?),
+            None => (self.result.clone(), JsValue::NULL),
         };
-        let offloaded = match &done.offloaded {
-            Some(o) => to_js(o).map_err(|e| context_error_to_js(&e))?,
-            None => JsValue::NULL,
-        };
-        let _ = js_sys::Reflect::set(&result, &"content".into(), &content);
-        let _ = js_sys::Reflect::set(&result, &"offloaded".into(), &offloaded);
+        set(&result, "content", &content)?;
+        set(&result, "offloaded", &offloaded)?;
         if let Some(failure) = done.failure {
-            let _ = js_sys::Reflect::set(&result, &"failure".into(), &failure.into());
+            set(&result, "failure", &failure.into())?;
         }
         Ok(result.into())
     }
 }
 
 #[wasm_bindgen(js_name = __ckPlanResult, skip_typescript)]
-pub fn plan_result(result: JsValue, options: JsValue) -> Result<ResultPlanJs, JsValue> {
+pub fn plan_result(result: JsValue, options: JsValue) -> Result<ResultPlanJs, ContextError> {
     enter();
-    let run = || {
-        let options = offload_options(&options)?;
-        let value = walk::read(&result, None)
-            .map_err(|err| ContextError::messages(format!("result{}", err.path()), err.reason))?
-            .unwrap_or(Value::Null);
-        Ok(ResultPlanJs {
-            plan: Some(offload::plan_result(value, &options)),
-            result: result.clone(),
-        })
-    };
-    run().map_err(|e: ContextError| context_error_to_js(&e))
+    let (_, options) = offload_options(&options, false)?;
+    let value = walk::read(&result, None)
+        .map_err(|err| ContextError::messages(format!("result{}", err.path()), err.reason))?
+        .unwrap_or(Value::Null);
+    Ok(ResultPlanJs {
+        plan: Some(offload::plan_result(value, &options)),
+        result,
+    })
 }
 
-/// The store key prefix of a session's offloads.
+/// The store key of an offloaded result, or without `id` the prefix of a session's.
 #[wasm_bindgen(js_name = __ckOffloadKey, skip_typescript)]
 pub fn offload_key(session_id: &str, id: Option<String>) -> js_sys::Array {
-    let mut key = offload::offload_key(session_id, "");
-    match id {
-        Some(id) => {
-            if let Some(last) = key.last_mut() {
-                *last = id;
-            }
-        }
-        None => {
-            key.pop();
-        }
-    }
-    key.iter().map(|k| JsValue::from_str(k)).collect()
+    key_to_js(&match id {
+        Some(id) => offload::offload_key(session_id, &id),
+        None => offload::offload_prefix(session_id),
+    })
 }
 
-/// Reads lines of a stored record: `ReadResult`.
+/// Reads lines of a stored record: `ReadResult` and its rendering.
 #[wasm_bindgen(js_name = __ckRead, skip_typescript)]
 pub fn read_record(
     id: &str,
@@ -377,26 +368,23 @@ pub fn read_record(
     offset: f64,
     limit: f64,
     line_chars: f64,
-) -> Result<JsValue, JsValue> {
+) -> Result<JsValue, ContextError> {
     enter();
-    let run = || {
-        let (_, text) = recovery::decode(id, bytes).map_err(ContextError::from)?;
-        let read = recovery::read_lines(
-            id,
-            text,
-            as_count(offset, 1),
-            as_count(limit, recovery::DEFAULT_READ_LINES),
-            as_count(line_chars, offload::DEFAULT_LINE_CHARS),
-        );
-        let out = to_js(&read)?;
-        let _ = js_sys::Reflect::set(
-            &out,
-            &"rendered".into(),
-            &recovery::render_read(&read).into(),
-        );
-        Ok(out)
-    };
-    run().map_err(|e: ContextError| context_error_to_js(&e))
+    let (_, text) = recovery::decode(id, bytes)?;
+    let read = recovery::read_lines(
+        id,
+        text,
+        as_count(offset, 1),
+        as_count(limit, recovery::DEFAULT_READ_LINES),
+        as_count(line_chars, offload::DEFAULT_LINE_CHARS),
+    );
+    let out = to_js(&read)?;
+    set(
+        out.unchecked_ref(),
+        "rendered",
+        &recovery::render_read(&read).into(),
+    )?;
+    Ok(out)
 }
 
 /// A count from a JS number the driver has checked: finite and positive, or the default.
@@ -408,47 +396,46 @@ fn as_count(n: f64, default: usize) -> usize {
     }
 }
 
-/// The headers of stored records (`[{ key, data }]` as `loadRange` gives them), by id;
-/// `{ headers, damaged }`.
+/// The id (the key's last component) and the data of an entry `{ key, data }` of `loadRange`.
+fn entry_of(entry: &JsValue) -> Option<(String, js_sys::Uint8Array)> {
+    let key: js_sys::Array = js_sys::Reflect::get(entry, &"key".into())
+        .ok()?
+        .dyn_into()
+        .ok()?;
+    let id = key.get(key.length().checked_sub(1)?).as_string()?;
+    let data = js_sys::Reflect::get(entry, &"data".into())
+        .ok()?
+        .dyn_into()
+        .ok()?;
+    Some((id, data))
+}
+
+/// How much of a record a list copies into wasm memory to find its header line.
+const HEADER_BYTES: u32 = 4_096;
+
+/// The headers of stored records (`[{ key, data }]` as `loadRange` gives them), by id:
+/// `{ headers, damaged, rendered }`. Only the head of each record is copied in.
 #[wasm_bindgen(js_name = __ckList, skip_typescript)]
-pub fn list_records(entries: js_sys::Array) -> Result<JsValue, JsValue> {
+pub fn list_records(entries: js_sys::Array) -> Result<JsValue, ContextError> {
     enter();
     let mut headers: Vec<RecordHeader> = Vec::new();
     let mut damaged: Vec<String> = Vec::new();
-    for (id, data) in entries_of(&entries) {
-        match recovery::decode_header(&data) {
+    for (id, data) in entries.iter().filter_map(|e| entry_of(&e)) {
+        let head = data.subarray(0, HEADER_BYTES.min(data.length())).to_vec();
+        // NOTE: a header longer than the head (a call id of kilobytes) is read from the whole.
+        let header =
+            recovery::decode_header(&head).or_else(|| recovery::decode_header(&data.to_vec()));
+        match header {
             Some(header) => headers.push(header),
             None => damaged.push(id),
         }
     }
     headers.sort_by(|a, b| a.id.cmp(&b.id));
-    let run = || {
-        let out = js_sys::Object::new();
-        let _ = js_sys::Reflect::set(&out, &"headers".into(), &to_js(&headers)?);
-        let _ = js_sys::Reflect::set(&out, &"damaged".into(), &to_js(&damaged)?);
-        let _ = js_sys::Reflect::set(
-            &out,
-            &"rendered".into(),
-            &recovery::render_list(&headers).into(),
-        );
-        Ok(out.into())
-    };
-    run().map_err(|e: ContextError| context_error_to_js(&e))
-}
-
-/// `(id, bytes)` of `[{ key, data }]`: the id is the key's last component.
-fn entries_of(entries: &js_sys::Array) -> Vec<(String, Vec<u8>)> {
-    entries
-        .iter()
-        .filter_map(|entry| {
-            let key = js_sys::Reflect::get(&entry, &"key".into()).ok()?;
-            let key: js_sys::Array = key.dyn_into().ok()?;
-            let id = key.get(key.length().checked_sub(1)?).as_string()?;
-            let data = js_sys::Reflect::get(&entry, &"data".into()).ok()?;
-            let data: js_sys::Uint8Array = data.dyn_into().ok()?;
-            Some((id, data.to_vec()))
-        })
-        .collect()
+    let out = js_sys::Object::new();
+    set(&out, "headers", &to_js(&headers)?)?;
+    set(&out, "damaged", &to_js(&damaged)?)?;
+    set(&out, "rendered", &recovery::render_list(&headers).into())?;
+    Ok(out.into())
 }
 
 /// Searches stored records: `GrepResult` and its rendering.
@@ -457,42 +444,40 @@ pub fn grep_records(
     pattern: &str,
     entries: js_sys::Array,
     options: JsValue,
-) -> Result<JsValue, JsValue> {
+) -> Result<JsValue, ContextError> {
     enter();
-    let run = || {
-        let options: GrepOptions = read_options(&options)?;
-        let compiled = Pattern::new(pattern, options.ignore_case).map_err(ContextError::from)?;
-        let entries = entries_of(&entries);
-        let found = recovery::grep(
-            &compiled,
-            entries
-                .iter()
-                .map(|(id, bytes)| (id.as_str(), bytes.as_slice())),
-            &options,
-        );
-        let out = to_js(&found)?;
-        let _ = js_sys::Reflect::set(
-            &out,
-            &"rendered".into(),
-            &recovery::render_grep(&found, pattern).into(),
-        );
-        Ok(out)
-    };
-    run().map_err(|e: ContextError| context_error_to_js(&e))
+    let (_, options): (_, GrepOptions) = read_options(&options, false)?;
+    let compiled = Pattern::new(pattern, options.ignore_case)?;
+    let entries: Vec<(String, Vec<u8>)> = entries
+        .iter()
+        .filter_map(|e| entry_of(&e))
+        .map(|(id, data)| (id, data.to_vec()))
+        .collect();
+    let found = recovery::grep(
+        &compiled,
+        entries
+            .iter()
+            .map(|(id, bytes)| (id.as_str(), bytes.as_slice())),
+        &options,
+    );
+    let out = to_js(&found)?;
+    set(
+        out.unchecked_ref(),
+        "rendered",
+        &recovery::render_grep(&found, pattern).into(),
+    )?;
+    Ok(out)
 }
 
 /// The recovery tools' definitions in a format's shape.
 #[wasm_bindgen(js_name = __ckToolDefinitions, skip_typescript)]
-pub fn tool_definitions(format: &str) -> Result<JsValue, JsValue> {
+pub fn tool_definitions(format: &str) -> Result<JsValue, ContextError> {
     enter();
-    let run = || {
-        let format = Format::from_name(format).ok_or_else(|| {
-            ContextError::options(
-                "options.format",
-                format!("unknown format {format:?}; known formats: openai, anthropic, aisdk"),
-            )
-        })?;
-        to_js(&recovery::tool_definitions(format))
-    };
-    run().map_err(|e: ContextError| context_error_to_js(&e))
+    let format = Format::from_name(format).ok_or_else(|| {
+        ContextError::options(
+            "options.format",
+            format!("unknown format {format:?}; known formats: openai, anthropic, aisdk"),
+        )
+    })?;
+    to_js(&recovery::tool_definitions(format))
 }

@@ -15,7 +15,9 @@ use tsify::Tsify;
 
 use super::result;
 use super::text::{group, line_count, utf16_len};
-use super::{part_mut, Action, Edit, Measure, Original, Report, Turns};
+use super::{
+    any_glob, part_at, part_mut, result_at, Action, Edit, Measure, Original, Report, Turns,
+};
 use crate::messages::{pair_tools, Conversation, PartRef, ToolInput};
 
 /// Options of `evictToolInputs`.
@@ -108,45 +110,26 @@ pub fn evict(conv: Conversation, options: &EvictOptions) -> Evicted {
     let measure = Measure::for_model(options.model.as_deref());
     let turns = Turns::of(&conv);
     let graph = pair_tools(&conv);
-    let named = |name: &str| {
-        options.tools.iter().any(|p| super::glob(p, name))
-            && !options.exclude.iter().any(|p| super::glob(p, name))
-    };
-    // (call place, field, replacement, edit) and (result place, shape, note, edit)
+    let named = |name: &str| any_glob(&options.tools, name) && !any_glob(&options.exclude, name);
+    // (call place, field, replacement, edit) and (result place, note, edit)
     let mut inputs: Vec<(PartRef, String, String, Edit)> = Vec::new();
     let mut results: Vec<(PartRef, String, Edit)> = Vec::new();
+    // NOTE: pairing lists an AI SDK UIMessage tool part as a call that is its own result.
     let mut calls: Vec<Call> = Vec::new();
     for exchange in &graph.exchanges {
         for link in &exchange.calls {
             calls.push((link.call, link.result, link.name.clone(), link.id.clone()));
         }
     }
-    // NOTE: an AI SDK UIMessage tool part is its own result; pairing lists it without one.
-    for (m, message) in conv.messages().iter().enumerate() {
-        for (p, part) in message.parts().iter().enumerate() {
-            let at = PartRef {
-                message: m,
-                part: p,
-            };
-            if part.holds_result() && !calls.iter().any(|c| c.0 == at) {
-                let name = part.tool_name().map(str::to_owned);
-                calls.push((at, Some(at), name, part.call_id().map(str::to_owned)));
-            }
-        }
-    }
     calls.sort_by_key(|c| c.0);
-    for (call_at, result_at, name, id) in calls {
+    for (call_at, answer, name, id) in calls {
         let Some(name) = name.filter(|n| named(n)) else {
             continue;
         };
         if turns.age(call_at) < options.keep_last_assistant_turns {
             continue;
         }
-        let Some(part) = conv
-            .messages()
-            .get(call_at.message)
-            .and_then(|m| m.parts().get(call_at.part))
-        else {
+        let Some(part) = part_at(&conv, call_at) else {
             continue;
         };
         let Some(input) = part.tool_input().and_then(input_object) else {
@@ -189,18 +172,8 @@ pub fn evict(conv: Conversation, options: &EvictOptions) -> Evicted {
                 },
             ));
         }
-        let Some(result_at) = result_at else { continue };
-        let Some(result_part) = conv
-            .messages()
-            .get(result_at.message)
-            .and_then(|m| m.parts().get(result_at.part))
-        else {
-            continue;
-        };
-        let Some(text) = result_part
-            .result_slot()
-            .and_then(|(shape, value)| result::read(shape, value))
-        else {
+        let Some(answer) = answer else { continue };
+        let Some((_, text)) = result_at(&conv, answer) else {
             continue;
         };
         if utf16_len(&text.text) <= options.result_chars || text.text.starts_with(RESULT_NOTE) {
@@ -212,12 +185,12 @@ pub fn evict(conv: Conversation, options: &EvictOptions) -> Evicted {
             continue;
         }
         results.push((
-            result_at,
+            answer,
             note,
             Edit {
                 action: Action::EvictResult,
-                message_index: result_at.message,
-                part_index: result_at.part,
+                message_index: answer.message,
+                part_index: answer.part,
                 tool_name: Some(name.clone()),
                 tool_call_id: id.clone(),
                 field: None,

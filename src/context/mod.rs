@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 #[cfg(target_arch = "wasm32")]
 use tsify::Tsify;
 
-use crate::messages::{Conversation, Part, PartKind, PartRef, Role};
+use crate::messages::{Conversation, Part, PartKind, PartRef, ResultShape, Role};
 use crate::{count_tokens, estimate_tokens, Encoding};
 
 pub use report::{Action, Edit, Failure, Held, Original, Report};
@@ -117,13 +117,17 @@ impl ToolFilter {
         let Some(name) = name else {
             return self.allow.is_none();
         };
-        if self.deny.iter().any(|p| glob(p, name)) {
-            return false;
-        }
-        self.allow
-            .as_ref()
-            .is_none_or(|allow| allow.iter().any(|p| glob(p, name)))
+        !any_glob(&self.deny, name)
+            && self
+                .allow
+                .as_ref()
+                .is_none_or(|allow| any_glob(allow, name))
     }
+}
+
+/// Whether any of `patterns` matches `name` ([`glob`]).
+pub fn any_glob(patterns: &[String], name: &str) -> bool {
+    patterns.iter().any(|p| glob(p, name))
 }
 
 /// Whether `name` matches `pattern`, where `*` matches any run of characters (also none).
@@ -188,16 +192,6 @@ impl Turns {
         let begun = self.starts.partition_point(|start| *start <= at);
         self.starts.len().saturating_sub(begun.max(1)) + usize::from(begun == 0)
     }
-
-    /// How many turns there are.
-    pub fn len(&self) -> usize {
-        self.starts.len()
-    }
-
-    /// Whether there is no assistant turn.
-    pub fn is_empty(&self) -> bool {
-        self.starts.is_empty()
-    }
 }
 
 /// Every part holding a tool result, with the place of the call it answers (or its own place
@@ -243,6 +237,21 @@ pub(crate) fn result_sites(conv: &Conversation) -> Vec<ResultSite> {
         }
     }
     sites
+}
+
+/// The part at `at`.
+pub(crate) fn part_at(conv: &Conversation, at: PartRef) -> Option<&Part> {
+    conv.messages().get(at.message)?.parts().get(at.part)
+}
+
+/// The tool result held by the part at `at`, its shape and its text; `None` when the part
+/// holds no result with text ([`result::read`]).
+pub(crate) fn result_at(
+    conv: &Conversation,
+    at: PartRef,
+) -> Option<(ResultShape, result::ResultText<'_>)> {
+    let (shape, value) = part_at(conv, at)?.result_slot()?;
+    Some((shape, result::read(shape, value)?))
 }
 
 /// The part at `at`, to edit.

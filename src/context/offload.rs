@@ -17,8 +17,10 @@ use tsify::Tsify;
 
 use super::recovery::{RecordHeader, GREP_TOOL, LIST_TOOL, READ_TOOL};
 use super::result::{self, ResultText};
-use super::text::{cap_line, group, line_count, lines};
-use super::{part_mut, result_sites, Edit, Failure, Measure, Original, Outcome, Report, Save};
+use super::text::{cap_line, group, line_count};
+use super::{
+    part_mut, result_at, result_sites, Edit, Failure, Measure, Original, Outcome, Report, Save,
+};
 use super::{Action, NAMESPACE};
 use crate::messages::{Conversation, PartRef, ResultShape};
 
@@ -101,8 +103,7 @@ impl Default for OffloadOptions {
 impl OffloadOptions {
     fn excludes(&self, tool: Option<&str>) -> bool {
         let Some(tool) = tool else { return false };
-        [READ_TOOL, LIST_TOOL, GREP_TOOL].contains(&tool)
-            || self.exclude.iter().any(|p| super::glob(p, tool))
+        [READ_TOOL, LIST_TOOL, GREP_TOOL].contains(&tool) || super::any_glob(&self.exclude, tool)
     }
 }
 
@@ -127,14 +128,14 @@ pub struct Offloaded {
 
 /// The id of an offloaded result: the call id (its characters outside `[A-Za-z0-9_-]` as `_`,
 /// at most 40 of them; `result` without one), `-`, and the first 16 hex digits of the SHA-256
-/// of the call id, a NUL and the text. Stable across runs and releases.
-pub fn offload_id(call_id: Option<&str>, text: &str) -> String {
+/// of the call id, a NUL and `text_sha256` (the text's own SHA-256, which the record keeps, so
+/// the text is hashed once). Stable across runs and releases.
+pub fn offload_id(call_id: Option<&str>, text_sha256: &str) -> String {
     let mut hash = Sha256::new();
     hash.update(call_id.unwrap_or_default().as_bytes());
     hash.update([0]);
-    hash.update(text.as_bytes());
-    let digest = hash.finalize();
-    let hex: String = digest.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    hash.update(text_sha256.as_bytes());
+    let hex = hex(hash.finalize().get(..8).unwrap_or_default());
     let stem: String = match call_id.filter(|id| !id.is_empty()) {
         Some(id) => id
             .chars()
@@ -152,11 +153,20 @@ pub fn offload_id(call_id: Option<&str>, text: &str) -> String {
     format!("{stem}-{hex}")
 }
 
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The store key prefix under which a session's offloaded results are.
+pub fn offload_prefix(session_id: &str) -> Vec<String> {
+    [NAMESPACE, session_id, KIND].map(str::to_owned).to_vec()
+}
+
 /// The store key of an offloaded result.
 pub fn offload_key(session_id: &str, id: &str) -> Vec<String> {
-    [NAMESPACE, session_id, KIND, id]
-        .map(str::to_owned)
-        .to_vec()
+    let mut key = offload_prefix(session_id);
+    key.push(id.to_owned());
+    key
 }
 
 /// The id named by a pointer, if `text` is one.
@@ -180,35 +190,33 @@ pub fn pointer_text(offloaded: &Offloaded, text: &str, options: &OffloadOptions)
         group(offloaded.lines),
         group(offloaded.bytes),
     );
-    let all: Vec<&str> = lines(text).collect();
+    let total = offloaded.lines;
     let (head, tail) = (options.preview_lines, options.preview_tail_lines);
     let cap = options.line_chars;
-    if all.len() <= head + tail {
-        out.push_str("Preview:\n");
-        for line in &all {
-            out.push_str(&cap_line(line, cap));
-            out.push('\n');
-        }
+    let mut push = |line: &str| {
+        out.push_str(&cap_line(line, cap));
+        out.push('\n');
+    };
+    if total <= head + tail {
+        push("Preview:");
+        text.lines().for_each(&mut push);
     } else {
-        out.push_str(&format!("First {head} lines:\n"));
-        for line in all.iter().take(head) {
-            out.push_str(&cap_line(line, cap));
-            out.push('\n');
-        }
-        let hidden = all.len() - head - tail;
-        out.push_str(&format!("[... {} lines not shown ...]\n", group(hidden)));
+        push(&format!("First {head} lines:"));
+        text.lines().take(head).for_each(&mut push);
+        push(&format!(
+            "[... {} lines not shown ...]",
+            group(total - head - tail)
+        ));
         if tail > 0 {
-            out.push_str(&format!("Last {tail} lines:\n"));
-            for line in all.iter().skip(all.len() - tail) {
-                out.push_str(&cap_line(line, cap));
-                out.push('\n');
-            }
+            push(&format!("Last {tail} lines:"));
+            let last: Vec<&str> = text.lines().rev().take(tail).collect();
+            last.into_iter().rev().for_each(&mut push);
         }
     }
     out.push_str(&format!(
         "The full output is stored. Read it by lines with {READ_TOOL} {{\"id\": \"{}\", \"offset\": {}, \"limit\": 200}}, or search it with {GREP_TOOL} {{\"pattern\": \"...\", \"id\": \"{}\"}}.",
         offloaded.id,
-        head.min(all.len()) + 1,
+        head.min(total) + 1,
         offloaded.id
     ));
     out
@@ -226,7 +234,7 @@ struct Step {
 
 /// Decides for one result text: `None` when it stays (under the limit, already a pointer).
 fn decide(
-    text: &ResultText,
+    text: &ResultText<'_>,
     call_id: Option<&str>,
     tool_name: Option<&str>,
     options: &OffloadOptions,
@@ -244,7 +252,8 @@ fn decide(
     if tokens <= options.limit_tokens {
         return None;
     }
-    let id = offload_id(call_id, &text.text);
+    let sha256 = hex(&Sha256::digest(text.text.as_bytes()));
+    let id = offload_id(call_id, &sha256);
     let key = offload_key(&options.session_id, &id);
     let offloaded = Offloaded {
         key: key.clone(),
@@ -263,7 +272,7 @@ fn decide(
         estimated: offloaded.estimated,
         lines: offloaded.lines,
         bytes: offloaded.bytes,
-        sha256: sha256_hex(&text.text),
+        sha256,
     };
     let save = Save {
         key,
@@ -276,10 +285,7 @@ fn decide(
 
 /// The SHA-256 of `text`, as 64 lower-case hex digits.
 pub fn sha256_hex(text: &str) -> String {
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex(&Sha256::digest(text.as_bytes()))
 }
 
 /// What to offload in a conversation: its saves, and the edits that wait for them.
@@ -306,17 +312,7 @@ pub fn plan_messages(conv: Conversation, options: &OffloadOptions) -> OffloadPla
     let measure = Measure::for_model(options.model.as_deref());
     let mut steps = Vec::new();
     for site in result_sites(&conv) {
-        let Some(part) = conv
-            .messages()
-            .get(site.at.message)
-            .and_then(|m| m.parts().get(site.at.part))
-        else {
-            continue;
-        };
-        let Some((shape, value)) = part.result_slot() else {
-            continue;
-        };
-        let Some(text) = result::read(shape, value) else {
+        let Some((shape, text)) = result_at(&conv, site.at) else {
             continue;
         };
         let tool = site.tool_name.as_deref();

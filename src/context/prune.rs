@@ -19,7 +19,9 @@ use super::offload::pointer_id;
 use super::result;
 use super::text::{group, utf16_len, utf16_prefix, utf16_suffix};
 use super::Turns;
-use super::{part_mut, result_sites, Action, Edit, Held, Measure, Original, Report, ToolFilter};
+use super::{
+    part_mut, result_at, result_sites, Action, Edit, Held, Measure, Original, Report, ToolFilter,
+};
 use crate::messages::{Conversation, PartRef, ResultShape};
 
 /// Options of `pruneMessages`.
@@ -144,17 +146,7 @@ pub fn prune(conv: Conversation, options: &PruneOptions) -> Pruned {
         if age < keep || !options.tools.accepts(site.tool_name.as_deref()) {
             continue;
         }
-        let Some(part) = conv
-            .messages()
-            .get(site.at.message)
-            .and_then(|m| m.parts().get(site.at.part))
-        else {
-            continue;
-        };
-        let Some((shape, value)) = part.result_slot() else {
-            continue;
-        };
-        let Some(read) = result::read(shape, value) else {
+        let Some((shape, read)) = result_at(&conv, site.at) else {
             continue;
         };
         let text = read.text;

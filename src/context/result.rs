@@ -7,16 +7,20 @@
 //!
 //! [`Part::result_slot`]: crate::messages::Part::result_slot
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 use crate::messages::ResultShape;
 
 /// The text of a tool result: what offloading stores, pruning trims, and counting measures.
+/// Borrowed from the result when it is one string, so reading every result of a long
+/// conversation copies none of them.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ResultText {
+pub struct ResultText<'a> {
     /// Text blocks joined by line feeds; a JSON result pretty-printed (two-space indents, so
     /// that reading by lines and searching by line work on it).
-    pub text: String,
+    pub text: Cow<'a, str>,
     /// Blocks kept beside the text (images, files, unknown blocks).
     pub kept_blocks: usize,
 }
@@ -36,7 +40,7 @@ fn pretty(value: &Value) -> String {
 
 /// Reads the text of a result of `shape`; `None` when it has no text to edit (no text
 /// blocks, an AI SDK output of another type such as `execution-denied`, `null`).
-pub fn read(shape: ResultShape, value: &Value) -> Option<ResultText> {
+pub fn read(shape: ResultShape, value: &Value) -> Option<ResultText<'_>> {
     match shape {
         ResultShape::Content => read_content(value),
         ResultShape::Output => {
@@ -44,11 +48,11 @@ pub fn read(shape: ResultShape, value: &Value) -> Option<ResultText> {
             let inner = value.get("value")?;
             match ty {
                 "text" | "error-text" => inner.as_str().map(|s| ResultText {
-                    text: s.to_owned(),
+                    text: Cow::Borrowed(s),
                     kept_blocks: 0,
                 }),
                 "json" | "error-json" => Some(ResultText {
-                    text: pretty(inner),
+                    text: Cow::Owned(pretty(inner)),
                     kept_blocks: 0,
                 }),
                 "content" => read_content(inner),
@@ -58,21 +62,21 @@ pub fn read(shape: ResultShape, value: &Value) -> Option<ResultText> {
         ResultShape::Plain => match value {
             Value::Null => None,
             Value::String(s) => Some(ResultText {
-                text: s.clone(),
+                text: Cow::Borrowed(s),
                 kept_blocks: 0,
             }),
             other => Some(ResultText {
-                text: pretty(other),
+                text: Cow::Owned(pretty(other)),
                 kept_blocks: 0,
             }),
         },
     }
 }
 
-fn read_content(value: &Value) -> Option<ResultText> {
+fn read_content(value: &Value) -> Option<ResultText<'_>> {
     match value {
         Value::String(s) => Some(ResultText {
-            text: s.clone(),
+            text: Cow::Borrowed(s),
             kept_blocks: 0,
         }),
         Value::Array(items) => {
@@ -82,7 +86,7 @@ fn read_content(value: &Value) -> Option<ResultText> {
                 .filter_map(|item| item.get("text").and_then(Value::as_str))
                 .peekable();
             texts.peek()?;
-            let text = texts.collect::<Vec<_>>().join("\n");
+            let text = Cow::Owned(texts.collect::<Vec<_>>().join("\n"));
             let kept_blocks = items.iter().filter(|item| !is_text_block(item)).count();
             Some(ResultText { text, kept_blocks })
         }
@@ -172,7 +176,7 @@ mod tests {
             {"type": "text", "text": "two"}
         ]);
         let read = read(ResultShape::Content, &value).unwrap();
-        assert_eq!((read.text.as_str(), read.kept_blocks), ("one\ntwo", 1));
+        assert_eq!((&*read.text, read.kept_blocks), ("one\ntwo", 1));
         write(ResultShape::Content, &mut value, "pointer".to_owned());
         assert_eq!(
             value,

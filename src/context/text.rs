@@ -33,7 +33,7 @@ pub fn utf16_suffix(text: &str, units: usize) -> usize {
 }
 
 /// How many lines `text` has: one more than its line feeds, unless it ends with one (which
-/// closes its last line); 0 for the empty text.
+/// closes its last line); 0 for the empty text. As many as `str::lines` yields.
 pub fn line_count(text: &str) -> usize {
     if text.is_empty() {
         return 0;
@@ -44,11 +44,6 @@ pub fn line_count(text: &str) -> usize {
     } else {
         feeds + 1
     }
-}
-
-/// The lines of `text`, without their line feeds (a `\r` before one goes too).
-pub fn lines(text: &str) -> impl Iterator<Item = &str> {
-    text.lines()
 }
 
 /// `line` cut to at most `cap` UTF-16 code units, with a note of how much was cut, so that one

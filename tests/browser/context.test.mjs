@@ -6,6 +6,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { openDemo } from "./chromium.mjs";
+import { makeOutput, readAll } from "../js/tool-output.mjs";
 
 let demo, page, pageErrors;
 
@@ -17,42 +18,6 @@ before(async () => {
 after(async () => {
   await demo?.close();
 });
-
-/**
- * A deterministic ~2 MB tool output of 20,000 lines of uneven length (0-220 characters, some
- * non-ASCII), ending in a line feed. Runs in the page: passed as source, so every evaluate (and
- * the page after a reload) rebuilds the same text without shipping it over the protocol.
- */
-function makeOutput(lines = 20_000) {
-  const words = ["fn", "let", "const", "return", "ошибка", "データ", "naïve", "😀", "src/lib.rs:42", "\tindented", "{\"k\": 1}", "ok"];
-  let seed = 7;
-  const next = () => (seed = (seed * 1103515245 + 12345) >>> 0);
-  const out = [];
-  for (let i = 1; i <= lines; i++) {
-    let line = `L${i}:`;
-    const n = next() % 24;
-    for (let w = 0; w < n; w++) line += " " + words[next() % words.length];
-    out.push(i % 997 === 0 ? "" : line);
-  }
-  return out.join("\n") + "\n";
-}
-
-/** Reads an offloaded output whole, page by page (readOffloaded returns at most 2,000 lines a call). In the page. */
-async function readAll(ck, id, options) {
-  const pages = [];
-  let offset = 1;
-  let reads = 0;
-  let totalLines;
-  for (; offset !== null && offset !== undefined; reads++) {
-    const read = await ck.readOffloaded(id, { ...options, offset, limit: 2_000, lineChars: 10_000 });
-    if (read.offset !== offset) throw new Error(`asked offset ${offset}, got ${read.offset}`);
-    if (read.cappedLines !== 0) throw new Error(`${read.cappedLines} lines capped`);
-    pages.push(read.text);
-    totalLines = read.totalLines;
-    offset = read.nextOffset;
-  }
-  return { text: pages.join("\n") + "\n", reads, totalLines };
-}
 
 /** The helpers' source, for page.evaluate. */
 const helpers = `({ makeOutput: ${makeOutput.toString()}, readAll: ${readAll.toString()} })`;

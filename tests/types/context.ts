@@ -44,7 +44,7 @@ async function use(history: OpenAIMessage[]) {
     pruneMessages(history);
   } catch (error) {
     if (error instanceof ContextKeeperError) {
-      const kind: "messages" | "options" | "store" | "timeout" | "notFound" | "corrupt" | "pattern" | "unavailable" | "internal" = error.kind;
+      const kind: "messages" | "options" | "store" | "timeout" | "notFound" | "corrupt" | "pattern" | "internal" = error.kind;
       const path: string | null = error.path;
       void kind, path;
     }

@@ -21,42 +21,13 @@ import {
 } from "context-keeper";
 import { DurableObjectStore } from "context-keeper/stores";
 import { FaultyStore } from "context-keeper/testing";
+import { makeOutput, readAll as readAllWith } from "../js/tool-output.mjs";
 
 const SESSION = "workerd-session";
 
-/**
- * A deterministic ~2.6 MB tool output of 24,000 lines of uneven length (some non-ASCII), ending
- * in a line feed: over the SQLite-backed storage's 2 MB value limit, so it is stored chunked.
- */
-export function makeOutput(lines = 24_000) {
-  const words = ["fn", "let", "const", "return", "ошибка", "データ", "naïve", "😀", "src/lib.rs:42", "\tindented", "{\"k\": 1}", "ok"];
-  let seed = 11;
-  const next = () => (seed = (seed * 1103515245 + 12345) >>> 0);
-  const out = [];
-  for (let i = 1; i <= lines; i++) {
-    let line = `L${i}:`;
-    const n = next() % 30;
-    for (let w = 0; w < n; w++) line += " " + words[next() % words.length];
-    out.push(i % 997 === 0 ? "" : line);
-  }
-  return out.join("\n") + "\n";
-}
-
-/** Reads an offloaded output whole, 2,000 lines (the most one read returns) at a time. */
-async function readAll(id, options) {
-  const pages = [];
-  let reads = 0;
-  let totalLines;
-  for (let offset = 1; offset !== null && offset !== undefined; reads++) {
-    const read = await readOffloaded(id, { ...options, offset, limit: 2_000, lineChars: 10_000 });
-    if (read.offset !== offset) throw new Error(`asked offset ${offset}, got ${read.offset}`);
-    if (read.cappedLines !== 0) throw new Error(`${read.cappedLines} lines capped`);
-    pages.push(read.text);
-    totalLines = read.totalLines;
-    offset = read.nextOffset;
-  }
-  return { text: pages.join("\n") + "\n", reads, totalLines };
-}
+/** A ~2.6 MB output: over the SQLite-backed storage's 2 MB value limit, so stored chunked. */
+const bigOutput = (lines = 24_000) => makeOutput(lines, { seed: 11, maxWords: 30 });
+const readAll = (id, options) => readAllWith({ readOffloaded }, id, options);
 
 /** An OpenAI agent run: one bash call per turn, each result `size` lines. */
 function agent(turns, size) {
@@ -81,11 +52,11 @@ class ContextObject extends DurableObject {
     const store = new DurableObjectStore(storage, this.options);
     if (action === "offload") {
       await storage.deleteAll();
-      const output = makeOutput();
+      const output = bigOutput();
       const { content, offloaded, failure } = await offloadToolResult(output, { store, sessionId: SESSION, toolName: "bash", toolCallId: "call_big" });
       // Also a conversation whose one large result slipped through.
       const history = agent(3, 50);
-      history[5] = { ...history[5], content: makeOutput(3_000) };
+      history[5] = { ...history[5], content: bigOutput(3_000) };
       const swept = await offloadMessages(history, { store, sessionId: SESSION, limitTokens: 5_000 });
       return json({
         failure: failure ?? null,
@@ -107,7 +78,7 @@ class ContextObject extends DurableObject {
       const big = listed.offloads.find((h) => h.toolCallId === "call_big");
       if (!big) return json({ listed: listed.offloads.map((h) => h.id) });
       const whole = await readAll(big.id, { store, sessionId: SESSION });
-      const output = makeOutput();
+      const output = bigOutput();
       const tool = await runRecoveryTool("read_offloaded", JSON.stringify({ id: big.id, offset: 23_999, limit: 50 }), { store, sessionId: SESSION });
       const expectedTool = output.split("\n").slice(23_998, 24_000);
       const grep = await grepOffloaded("^L2399[0-9]:", { store, sessionId: SESSION, id: big.id });
@@ -131,14 +102,14 @@ class ContextObject extends DurableObject {
         grepTexts: grep.matches.map((m) => m.text).join("\n") === output.split("\n").slice(23_989, 23_999).join("\n"),
         grepTool,
         missing,
-        sweptSame: sweptBack === makeOutput(3_000),
+        sweptSame: sweptBack === bigOutput(3_000),
       });
     }
     if (action === "fault") {
       // A store that never settles: the timer of the driver runs inside the Durable Object.
       await storage.deleteAll();
       const hanging = new FaultyStore(store, [{ op: "save", fault: "hang", times: 1 }]);
-      const output = makeOutput(3_000);
+      const output = bigOutput(3_000);
       const first = await offloadToolResult(output, { store: hanging, sessionId: "fault", toolName: "bash", toolCallId: "c", timeoutMs: 100 });
       const second = await offloadToolResult(output, { store: hanging, sessionId: "fault", toolName: "bash", toolCallId: "c", timeoutMs: 5_000 });
       const back = second.offloaded && (await readAll(second.offloaded.id, { store, sessionId: "fault" })).text;

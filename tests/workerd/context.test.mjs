@@ -6,15 +6,13 @@
 // eviction inside the Worker.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { startWrangler } from "./wrangler.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
-const wranglerBin = join(here, "..", "..", "node_modules", ".bin", "wrangler");
 
 // A config of its own (as the bundle test has): tests/workerd/wrangler.toml is the counting and
 // stores Worker's. In a temporary directory; wrangler resolves "context-keeper" from context.js.
@@ -40,60 +38,10 @@ new_classes = ["ContextKvBacked"]
 `);
 const persistTo = mkdtempSync(join(tmpdir(), "ck-wrangler-context-"));
 
-/** A free TCP port on loopback. */
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createServer().once("error", reject).listen(0, "127.0.0.1", () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-// NOTE: tests/workerd/wrangler.mjs's startWrangler, with this test's config in place of
-// tests/workerd/wrangler.toml (that helper takes no config).
-async function startWrangler() {
-  const [port, inspector] = [await freePort(), await freePort()];
-  const args = ["dev", "--config", config, "--ip", "127.0.0.1", "--port", String(port),
-    "--inspector-port", String(inspector), "--log-level", "info", "--persist-to", persistTo];
-  const child = spawn(wranglerBin, args, {
-    cwd: here,
-    detached: true, // its own process group, so the workerd it starts is stopped with it
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", CI: "true", NO_COLOR: "1" },
-  });
-  let output = "";
-  child.stdout.on("data", (d) => (output += d));
-  child.stderr.on("data", (d) => (output += d));
-  const stop = async () => {
-    if (child.exitCode !== null) return;
-    const exited = new Promise((resolve) => child.once("exit", resolve));
-    process.kill(-child.pid, "SIGTERM");
-    const timer = setTimeout(() => { try { process.kill(-child.pid, "SIGKILL"); } catch {} }, 5_000);
-    await exited;
-    clearTimeout(timer);
-  };
-  const base = `http://127.0.0.1:${port}/`;
-  const deadline = Date.now() + 90_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`wrangler exited with ${child.exitCode}:\n${output}`);
-    try {
-      const res = await fetch(base);
-      if (res.ok) break;
-    } catch {}
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error(`wrangler did not serve within 90 s:\n${output}`);
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  return { base, output: () => output, stop };
-}
-
 let wrangler;
 
 before(async () => {
-  wrangler = await startWrangler();
+  wrangler = await startWrangler({ config, persistTo });
 });
 
 after(async () => {
@@ -162,7 +110,7 @@ test("pruneMessages and evictToolInputs run inside the Worker", async () => {
 test("after a restart of wrangler, the offloaded results read back whole, also through read_offloaded", async () => {
   assert.deepEqual(Object.keys(offloads).sort(), ["kv-backed", "sqlite"], "the offload tests ran first");
   await wrangler.stop();
-  wrangler = await startWrangler();
+  wrangler = await startWrangler({ config, persistTo });
   for (const [, kind] of KINDS) {
     const result = await post(`context/${kind}/read`);
     assert.equal(result.id, offloads[kind].offloaded.id, kind);

@@ -20,12 +20,13 @@ function freePort() {
 
 /**
  * Serves the test Worker; resolves once it answers. `persistTo`: where the bindings keep their
- * data (wrangler's default is .wrangler/state under tests/workerd).
+ * data (wrangler's default is .wrangler/state under tests/workerd). `config`: a wrangler config
+ * of a test's own, in place of tests/workerd/wrangler.toml.
  * @returns {Promise<{ base: string, output: () => string, stop: () => Promise<void> }>}
  */
-export async function startWrangler({ persistTo } = {}) {
+export async function startWrangler({ persistTo, config = join(here, "wrangler.toml") } = {}) {
   const [port, inspector] = [await freePort(), await freePort()];
-  const args = ["dev", "--config", join(here, "wrangler.toml"), "--ip", "127.0.0.1",
+  const args = ["dev", "--config", config, "--ip", "127.0.0.1",
     "--port", String(port), "--inspector-port", String(inspector), "--log-level", "info"];
   if (persistTo) args.push("--persist-to", persistTo);
   const child = spawn(wrangler, args, {
