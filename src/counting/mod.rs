@@ -72,7 +72,7 @@ pub use tally::{ByKind, Tally, REDACTED_CHARS_PER_TOKEN, TOOL_CALL_FRAMING};
 pub use tools::{anthropic_tool_prompt, ToolChoice, SCHEMA_KEYS};
 pub use zod::OPAQUE_OBJECT_TOKENS;
 
-use crate::count::{CountError, Encoding};
+use crate::encoding::{CountError, Encoding};
 use crate::messages::{
     parse_messages_value, Conversation, Format, Message, MessagesOptions, ParseError, Role,
 };

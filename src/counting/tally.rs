@@ -4,7 +4,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::image::{image_tokens, DEFAULT_FILE_TOKENS};
-use crate::count::{count_tokens, CountError, Encoding};
+use crate::count::count_tokens;
+use crate::encoding::{CountError, Encoding};
 use crate::messages::{Format, Message, Part, PartKind, Role, Segment, ToolInput};
 use crate::model::{Framing, ImageRule};
 
