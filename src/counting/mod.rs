@@ -128,9 +128,10 @@ pub enum CountMessagesError {
     Count(#[from] CountError),
 }
 
-/// The model, rules and fixed costs a count uses.
+/// The model, rules and fixed costs a count uses, decided once from the model named and the
+/// options ([`setup`]).
 #[derive(Debug)]
-struct Plan {
+struct Setup {
     model: Option<ModelInfo>,
     rules: Rules,
     provider: Provider,
@@ -231,12 +232,13 @@ impl BadTool<'_> {
     }
 }
 
-fn plan(model: Option<&str>, format: Format, options: &CountMessagesOptions) -> Plan {
+/// What counting for `model` (or no model) with `options` uses.
+fn setup(model: Option<&str>, format: Format, options: &CountMessagesOptions) -> Setup {
     match model {
         Some(name) => {
             let info = model_info_with(name, &options.models);
             let encoding = options.encoding.unwrap_or(info.encoding);
-            Plan {
+            Setup {
                 rules: Rules {
                     encoding,
                     framing: info.framing,
@@ -259,7 +261,7 @@ fn plan(model: Option<&str>, format: Format, options: &CountMessagesOptions) -> 
                 Format::AiSdk => options.encoding.is_some(),
                 Format::Anthropic => false,
             };
-            Plan {
+            Setup {
                 rules: Rules {
                     encoding: options.encoding.unwrap_or(Encoding::O200kBase),
                     framing: chat.framing,
@@ -292,7 +294,7 @@ fn plan(model: Option<&str>, format: Format, options: &CountMessagesOptions) -> 
 /// ```
 #[derive(Debug)]
 pub struct Counting {
-    plan: Plan,
+    setup: Setup,
     keyer: cache::Keyer,
     ratio: Option<f64>,
     stop_above: Option<u64>,
@@ -321,15 +323,15 @@ impl Counting {
         cache: &mut CountCache,
     ) -> Result<Counting, CountMessagesError> {
         let request = Request::read(head, options)?;
-        let plan = plan(request.model, head.format, options);
-        let keyer = cache::Keyer::new(&plan.rules);
+        let setup = setup(request.model, head.format, options);
+        let keyer = cache::Keyer::new(&setup.rules);
         let mut counting = Counting {
             by_kind: ByKind {
-                overhead: u64::from(plan.rules.framing.reply_priming),
+                overhead: u64::from(setup.rules.framing.reply_priming),
                 ..ByKind::default()
             },
-            exact: plan.exact,
-            plan,
+            exact: setup.exact,
+            setup,
             keyer,
             ratio,
             stop_above,
@@ -342,13 +344,13 @@ impl Counting {
         if let Some((defs, from_options)) = request.tools {
             let list = tools::read_tools(defs).map_err(|bad| bad.into_error(from_options))?;
             let mut tok = Tokenizer {
-                encoding: counting.plan.rules.encoding,
+                encoding: counting.setup.rules.encoding,
                 calls: 0,
             };
             let tokens = tools::tool_tokens(
                 defs,
                 &list,
-                counting.plan.provider,
+                counting.setup.provider,
                 request.model,
                 request.tool_choice,
                 &mut tok,
@@ -388,10 +390,10 @@ impl Counting {
             return Ok(tally);
         }
         let mut tok = Tokenizer {
-            encoding: self.plan.rules.encoding,
+            encoding: self.setup.rules.encoding,
             calls: 0,
         };
-        let tally = tally_message(message, &self.plan.rules, &mut tok)?;
+        let tally = tally_message(message, &self.setup.rules, &mut tok)?;
         cache.insert(key, tally, tok.calls);
         Ok(tally)
     }
@@ -457,9 +459,9 @@ impl Counting {
             by_kind: self.by_kind,
             exact: self.exact,
             calibrated: self.ratio.is_some(),
-            encoding: self.plan.rules.encoding,
+            encoding: self.setup.rules.encoding,
             format,
-            model: self.plan.model,
+            model: self.setup.model,
         };
         (count, self.stopped)
     }
@@ -467,7 +469,7 @@ impl Counting {
 
 /// Counts `conv`, stopping as soon as the (scaled) running total passes `stop_above`; the
 /// flag says whether it stopped (and the count is then partial).
-fn run(
+fn count_bounded(
     conv: &Conversation,
     options: &CountMessagesOptions,
     cache: &mut CountCache,
@@ -501,7 +503,7 @@ pub fn count_conversation(
     options: &CountMessagesOptions,
     cache: &mut CountCache,
 ) -> Result<MessagesCount, CountMessagesError> {
-    Ok(run(conv, options, cache, None, None)?.0)
+    Ok(count_bounded(conv, options, cache, None, None)?.0)
 }
 
 /// The total of `conv` if it is at most `limit` tokens, else `None`, tokenizing no further
@@ -512,7 +514,7 @@ pub fn within_limit(
     options: &CountMessagesOptions,
     cache: &mut CountCache,
 ) -> Result<Option<u64>, CountMessagesError> {
-    let (count, stopped) = run(conv, options, cache, None, Some(limit))?;
+    let (count, stopped) = count_bounded(conv, options, cache, None, Some(limit))?;
     Ok((!stopped).then_some(count.total))
 }
 
@@ -549,7 +551,7 @@ pub fn messages_options(format: Option<Format>) -> MessagesOptions {
 /// models counted approximately).
 pub fn ratio_for(conv: &Conversation, options: &CountMessagesOptions) -> Option<f64> {
     let model = Request::read(conv, options).ok()?.model;
-    let info = plan(model, conv.format, options).model?;
+    let info = setup(model, conv.format, options).model?;
     if info.exact {
         return None;
     }
@@ -571,7 +573,7 @@ pub fn count_value(
 ) -> Result<(MessagesCount, bool), CountMessagesError> {
     let conv = parse_messages_value(value, &messages_options(options.format))?;
     let ratio = ratio_for(&conv, options);
-    with_cache(|cache| run(&conv, options, cache, ratio, stop_above))
+    with_cache(|cache| count_bounded(&conv, options, cache, ratio, stop_above))
 }
 
 /// Counts a conversation given as JSON text, with the shared cache, and the calibration of its
