@@ -20,7 +20,8 @@ use std::hash::{BuildHasherDefault, DefaultHasher, Hash, Hasher};
 use super::tally::{Rules, Tally};
 use crate::messages::Message;
 
-/// Entries the shared cache holds at most.
+/// Entries a [`Counter`](super::Counter)'s memo holds at most, unless it is made with another
+/// capacity.
 pub const DEFAULT_CAPACITY: usize = 4_096;
 
 /// A hash of a message and the rules it was counted with, plus the bytes hashed.

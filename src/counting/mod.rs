@@ -48,6 +48,7 @@
 //! the host may convert it). An assistant's top-level `refusal` (OpenAI) counts as `text`.
 
 mod cache;
+mod counter;
 mod image;
 mod options;
 mod tally;
@@ -55,12 +56,14 @@ mod tools;
 mod zod;
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, PoisonError};
 
 use serde::Serialize;
 use serde_json::Value;
 
 pub use cache::{CacheStats, CountCache, MessageKey, DEFAULT_CAPACITY};
+pub use counter::{
+    with_default_counter, Calibration, Counter, MAX_CALIBRATIONS, MAX_CALIBRATION_FACTOR,
+};
 pub use image::{
     area_tokens, crop_tokens, patch_count, tile_tokens, AREA_MAX_TOKENS, DEFAULT_FILE_TOKENS,
     DEFAULT_IMAGE_SIDE,
@@ -76,7 +79,7 @@ use crate::encoding::{CountError, Encoding};
 use crate::messages::{
     parse_messages_value, Conversation, Format, Message, MessagesOptions, ParseError, Role,
 };
-use crate::model::{model_info, normalize, ModelInfo, Provider};
+use crate::model::{model_info, ModelInfo, Provider};
 use tally::{tally_message, Rules, Tokenizer};
 use tools::{BadChoice, BadTool};
 
@@ -103,7 +106,7 @@ pub struct MessagesCount {
     pub by_kind: ByKind,
     /// Whether the count is the model's own: its tokenizer, and nothing estimated.
     pub exact: bool,
-    /// Whether a calibration ([`calibrate`]) scaled `total`.
+    /// Whether a calibration ([`Counter::calibrate`]) scaled `total`.
     pub calibrated: bool,
     /// The encoding counted with.
     pub encoding: Encoding,
@@ -518,25 +521,7 @@ pub fn within_limit(
     Ok((!stopped).then_some(count.total))
 }
 
-// ---- The shared state behind the JS exports: one cache and the calibrations. ----
-
-// NOTE: wasm32-unknown-unknown is single-threaded and nothing here re-enters, so these locks
-// never wait; a poisoned lock (impossible with panic = "abort") is used as it is.
-static CACHE: Mutex<Option<CountCache>> = Mutex::new(None);
-static CALIBRATIONS: Mutex<Vec<(String, f64)>> = Mutex::new(Vec::new());
-
-/// Models whose calibration is kept; a new one beyond this drops the oldest.
-pub const MAX_CALIBRATIONS: usize = 256;
-
-/// The calibration ratio may move an estimate by at most this factor either way.
-pub const MAX_CALIBRATION_FACTOR: f64 = 2.0;
-
-/// Runs `f` with the shared cache of per-message counts. `f` must not call back into
-/// JavaScript (which could re-enter and ask for the cache again).
-pub fn with_cache<T>(f: impl FnOnce(&mut CountCache) -> T) -> T {
-    let mut guard = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
-    f(guard.get_or_insert_with(|| CountCache::new(DEFAULT_CAPACITY)))
-}
+// ---- The free functions: the default counter, shared by the JS exports. ----
 
 /// The messages options counting reads with: tool calls may be pending (counting happens
 /// before the host runs them).
@@ -547,37 +532,25 @@ pub fn messages_options(format: Option<Format>) -> MessagesOptions {
     }
 }
 
-/// The calibration ratio for the model a conversation is counted for, if any applies (only to
-/// models counted approximately).
+/// [`Counter::ratio_for`] with the default counter.
 pub fn ratio_for(conv: &Conversation, options: &CountMessagesOptions) -> Option<f64> {
-    let model = Request::read(conv, options).ok()?.model;
-    let info = setup(model, conv.format, options).model?;
-    if info.exact {
-        return None;
-    }
-    let key = normalize(&info.name);
-    let calibrations = CALIBRATIONS.lock().unwrap_or_else(PoisonError::into_inner);
-    calibrations
-        .iter()
-        .find(|(k, _)| *k == key)
-        .map(|&(_, r)| r)
+    with_default_counter(|counter| counter.ratio_for(conv, options))
 }
 
-/// Counts a conversation given as a JSON value, with the shared cache and the calibration of
-/// its model when one was recorded, stopping past `stop_above` tokens; the flag says whether
-/// it stopped (the count is then partial).
+/// Counts a conversation given as a JSON value with the default counter (its memo, and the
+/// calibration of its model when one was recorded), stopping past `stop_above` tokens; the
+/// flag says whether it stopped (the count is then partial).
 pub fn count_value(
     value: Value,
     options: &CountMessagesOptions,
     stop_above: Option<u64>,
 ) -> Result<(MessagesCount, bool), CountMessagesError> {
     let conv = parse_messages_value(value, &messages_options(options.format))?;
-    let ratio = ratio_for(&conv, options);
-    with_cache(|cache| count_bounded(&conv, options, cache, ratio, stop_above))
+    with_default_counter(|counter| counter.count_bounded(&conv, options, stop_above))
 }
 
-/// Counts a conversation given as JSON text, with the shared cache, and the calibration of its
-/// model when one was recorded.
+/// Counts a conversation given as JSON text with the default counter: its memo, and the
+/// calibration of its model when one was recorded.
 pub fn count_messages_str(
     json: &str,
     options: &CountMessagesOptions,
@@ -586,7 +559,7 @@ pub fn count_messages_str(
     Ok(count_value(value, options, None)?.0)
 }
 
-/// [`within_limit`] on JSON text, with the shared cache and calibration.
+/// [`Counter::within_limit`] on JSON text, with the default counter.
 pub fn within_limit_str(
     json: &str,
     limit: u64,
@@ -597,148 +570,34 @@ pub fn within_limit_str(
     Ok((!stopped).then_some(count.total))
 }
 
-/// Empties the shared cache of per-message counts.
+/// Empties the default counter's memo of per-message counts.
 pub fn clear_count_cache() {
-    with_cache(CountCache::clear);
+    with_default_counter(Counter::clear_cache);
 }
 
-/// The shared cache's statistics.
+/// The default counter's memo statistics.
 pub fn count_cache_stats() -> CacheStats {
-    with_cache(|cache| cache.stats())
+    with_default_counter(|counter| counter.cache_stats())
 }
 
-/// What [`calibrate`] recorded.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Calibration {
-    /// The registry name the ratio is kept under (the entry that matched).
-    pub model: String,
-    /// actual / estimated, within [1/2, 2]; 1 when nothing was recorded.
-    pub ratio: f64,
-    /// False for a model counted exactly (no calibration applies) or a zero estimate.
-    pub applied: bool,
-}
-
-/// Records the tokens a provider reported (`actual`) for a request this crate estimated at
-/// `estimated` (the uncalibrated total), for a model counted approximately. Later counts for
-/// that model scale their total by actual / estimated (at most a factor of 2 either way); the
-/// latest call wins. Exact models are left alone.
+/// [`Counter::calibrate`] on the default counter.
 pub fn calibrate(
     model: &str,
     overrides: &ModelOverrides,
     estimated: u64,
     actual: u64,
 ) -> Calibration {
-    let info = model_info_with(model, overrides);
-    let key = normalize(&info.name);
-    if info.exact || estimated == 0 {
-        return Calibration {
-            model: key,
-            ratio: 1.0,
-            applied: false,
-        };
-    }
-    let ratio = (actual as f64 / estimated as f64)
-        .clamp(1.0 / MAX_CALIBRATION_FACTOR, MAX_CALIBRATION_FACTOR);
-    let mut calibrations = CALIBRATIONS.lock().unwrap_or_else(PoisonError::into_inner);
-    calibrations.retain(|(k, _)| *k != key);
-    if calibrations.len() >= MAX_CALIBRATIONS {
-        calibrations.remove(0);
-    }
-    calibrations.push((key.clone(), ratio));
-    Calibration {
-        model: key,
-        ratio,
-        applied: true,
-    }
+    with_default_counter(|counter| counter.calibrate(model, overrides, estimated, actual))
 }
 
-/// [`calibrate`] from a provider's usage report, as JS passes it: `{ model, inputTokens,
-/// estimated? }` or `{ model, inputTokens, messages, tools?, format?, encoding?, models? }`
-/// (then the estimate is the uncalibrated count of `messages` with those options).
+/// [`Counter::calibrate_usage`] on the default counter.
 pub fn calibrate_usage(usage: &Value) -> Result<Calibration, CountMessagesError> {
-    let Value::Object(obj) = usage else {
-        return Err(options::wrong("usage", "an object", Some(usage)).into());
-    };
-    // NOTE: `null` is absent for an optional field; JS hands `NaN` and the infinities over as
-    // `null`, and the bindings name those before they get here.
-    let tokens = |key: &str| -> Result<Option<u64>, OptionsError> {
-        match obj.get(key).filter(|v| !v.is_null()) {
-            None => Ok(None),
-            Some(v) => v.as_u64().map(Some).ok_or_else(|| {
-                options::wrong(format!("usage.{key}"), "a whole number of tokens", Some(v))
-            }),
-        }
-    };
-    let model = match obj.get("model") {
-        Some(Value::String(model)) => model.clone(),
-        other => return Err(options::wrong("usage.model", "a string", other).into()),
-    };
-    let actual = tokens("inputTokens")?.ok_or_else(|| {
-        let found = obj.get("inputTokens");
-        options::wrong("usage.inputTokens", "a whole number of tokens", found)
-    })?;
-    if actual == 0 {
-        // No request has no input; a 0 is a usage field read wrong, and would halve counts.
-        return Err(OptionsError::OutOfRange {
-            path: "usage.inputTokens".to_owned(),
-            expected: "a positive number of tokens",
-            found: "0".to_owned(),
-        }
-        .into());
-    }
-    let mut bag = obj.clone();
-    let messages = bag.shift_remove("messages").filter(|v| !v.is_null());
-    for key in ["inputTokens", "estimated"] {
-        bag.shift_remove(key);
-    }
-    let options = CountMessagesOptions::from_value(&Value::Object(bag)).map_err(in_usage)?;
-    let estimated = match (tokens("estimated")?, messages) {
-        (Some(estimated), _) => estimated,
-        (None, Some(messages)) => {
-            let conv =
-                parse_messages_value(messages, &messages_options(options.format)).map_err(|e| {
-                    // NOTE: paths start at the list (`messages[2]`) or at the request object
-                    // (`system`), which is `usage.messages` here.
-                    let prefix = if e.path.starts_with("messages") {
-                        "usage."
-                    } else {
-                        "usage.messages."
-                    };
-                    e.under(prefix)
-                })?;
-            with_cache(|cache| count_conversation(&conv, &options, cache))?.total
-        }
-        (None, None) => {
-            return Err(options::wrong(
-                "usage.estimated",
-                "a whole number of tokens (or usage.messages)",
-                None,
-            )
-            .into())
-        }
-    };
-    Ok(calibrate(&model, &options.models, estimated, actual))
+    with_default_counter(|counter| counter.calibrate_usage(usage))
 }
 
-/// An error in the options part of a usage report, at its place there: `usage.encoding`, not
-/// `options.encoding`.
-fn in_usage(mut err: OptionsError) -> OptionsError {
-    let (OptionsError::WrongType { path, .. }
-    | OptionsError::UnknownName { path, .. }
-    | OptionsError::OutOfRange { path, .. }) = &mut err;
-    if let Some(rest) = path.strip_prefix("options") {
-        *path = format!("usage{rest}");
-    }
-    err
-}
-
-/// Forgets every calibration.
+/// Forgets every calibration of the default counter.
 pub fn clear_calibration() {
-    CALIBRATIONS
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .clear();
+    with_default_counter(Counter::clear_calibrations);
 }
 
 #[cfg(test)]
