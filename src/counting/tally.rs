@@ -72,8 +72,9 @@ pub struct Tally {
     pub estimated: bool,
 }
 
-/// What a message's count depends on besides the message.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// What a message's count depends on besides the message. Its JSON is what the count cache
+/// hashes of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub(crate) struct Rules {
     pub encoding: Encoding,
     pub framing: Framing,
