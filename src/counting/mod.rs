@@ -2,6 +2,10 @@
 //! adds, tool definitions, images by their provider's rule, a bounded memo of per-message
 //! counts, and an optional calibration against the tokens a provider reported.
 //!
+//! The memo and the calibrations are what counting remembers between counts; both live in a
+//! [`Counter`], owned by whoever counts. The free functions below (and the JS exports) count
+//! with one default counter ([`with_default_counter`]).
+//!
 //! What is counted, and how:
 //! - Framing (`overhead`): per message `framing.perMessage` plus the role's tokens; a message's
 //!   `name` (OpenAI) adds its tokens plus `framing.perName`; `framing.replyPriming` once per
