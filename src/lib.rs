@@ -30,6 +30,7 @@ pub mod bpe;
 pub mod context;
 pub mod count;
 pub mod counting;
+pub mod encoding;
 pub mod estimate;
 pub mod messages;
 pub mod model;
@@ -39,6 +40,7 @@ pub mod model;
 #[doc(hidden)]
 pub mod bindings;
 
-pub use count::{count_tokens, CountError, Encoding, UnknownEncoding};
+pub use count::count_tokens;
+pub use encoding::{CountError, Encoding, UnknownEncoding};
 pub use estimate::estimate_tokens;
 pub use model::{encoding_for_model, resolve_encoding, ResolveError, UnknownModel};

@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::count::{Encoding, UnknownEncoding};
+use crate::encoding::{Encoding, UnknownEncoding};
 
 /// Who serves (or made) a model; it decides the message framing and the image rule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

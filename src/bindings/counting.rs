@@ -14,7 +14,7 @@ use wasm_bindgen::prelude::*;
 use super::error::ArgumentError;
 use super::memo::{self, Learnt};
 use super::{enter, json_value, type_name, walk, CONVERSATION};
-use crate::counting::{self, CountMessagesError, CountMessagesOptions, Counting, MessagesCount};
+use crate::counting::{self, CountMessagesError, CountMessagesOptions, MessagesCount};
 use crate::messages::{self, parse_messages_value, Format, FormatVotes};
 
 #[wasm_bindgen(typescript_custom_section)]
@@ -489,9 +489,10 @@ fn count_with(
     };
     let head = parse_messages_value(head, &counting::messages_options(Some(format)))
         .map_err(CountMessagesError::from)?;
-    let ratio = counting::ratio_for(&head, options);
+    // NOTE: the default counter is locked only inside each `with_default_counter` call below,
+    // never while a message is read from JS (`walk::read_item`).
     let mut counting =
-        counting::with_cache(|cache| Counting::start(&head, options, ratio, stop_above, cache))?;
+        counting::with_default_counter(|counter| counter.start(&head, options, stop_above))?;
     for (i, entry) in (0u32..).zip(entries) {
         if counting.stopped() {
             break;
@@ -500,7 +501,9 @@ fn count_with(
             Entry::Known(id, learnt) => {
                 if let Some((read_as, role, key)) = learnt.counted {
                     let counted = read_as == format
-                        && counting::with_cache(|cache| counting.add_known(role, key, cache));
+                        && counting::with_default_counter(|counter| {
+                            counting.add_known(role, key, counter.cache_mut())
+                        });
                     if counted {
                         continue;
                     }
@@ -516,8 +519,9 @@ fn count_with(
         };
         let message = messages::parse_message(format, value)
             .map_err(|e| CountMessagesError::from(e.under(format_args!("messages[{i}]"))))?;
-        let key = counting::with_cache(|cache| counting.add(&message, cache))
-            .map_err(CountMessagesError::from)?;
+        let key =
+            counting::with_default_counter(|counter| counting.add(&message, counter.cache_mut()))
+                .map_err(CountMessagesError::from)?;
         if let Some(id) = id {
             let counted = Some((format, message.role(), key));
             memo::learn(id, Learnt { votes, counted });

@@ -4,7 +4,7 @@
 use wasm_bindgen::JsValue;
 
 use super::walk::WalkError;
-use crate::count::CountError;
+use crate::encoding::CountError;
 use crate::messages::{Format, ParseError};
 use crate::model::ResolveError;
 

@@ -31,7 +31,7 @@ mod vocab;
 use std::cell::RefCell;
 use std::sync::OnceLock;
 
-use crate::count::{CountError, Encoding};
+use crate::encoding::{CountError, Encoding};
 use split::{Pattern, Pieces};
 use vocab::{Scratch, Source, Vocab};
 

@@ -1185,14 +1185,14 @@ impl Segment {
 mod tests {
     use super::*;
 
-    fn loaded(encoding: crate::count::Encoding) -> &'static Vocab {
+    fn loaded(encoding: crate::encoding::Encoding) -> &'static Vocab {
         super::super::vocab(encoding).unwrap()
     }
 
     /// Linear probing stays short: a clustered index would make both load and lookups slow.
     #[test]
     fn probe_sequences_are_short() {
-        for encoding in crate::count::Encoding::ALL {
+        for encoding in crate::encoding::Encoding::ALL {
             let vocab = loaded(encoding);
             let (mut used, mut slots, mut longest) = (0usize, 0usize, 0usize);
             for gi in 0..vocab.tables.len() {
@@ -1223,12 +1223,14 @@ mod tests {
     #[cfg(not(target_arch = "wasm32"))]
     #[test]
     fn every_token_resolves() {
-        for encoding in crate::count::Encoding::ALL {
+        for encoding in crate::encoding::Encoding::ALL {
             let vocab = loaded(encoding);
             // The ordinary ranks (the special tokens above them are not in the tables).
             let (reference, ranks) = match encoding {
-                crate::count::Encoding::O200kBase => (tiktoken_rs::o200k_base().unwrap(), 199_998),
-                crate::count::Encoding::Cl100kBase => {
+                crate::encoding::Encoding::O200kBase => {
+                    (tiktoken_rs::o200k_base().unwrap(), 199_998)
+                }
+                crate::encoding::Encoding::Cl100kBase => {
                     (tiktoken_rs::cl100k_base().unwrap(), 100_256)
                 }
             };
@@ -1249,7 +1251,7 @@ mod tests {
     /// entries and its group's tokens, and nothing else.
     #[test]
     fn tables_are_read_on_first_use() {
-        for encoding in crate::count::Encoding::ALL {
+        for encoding in crate::encoding::Encoding::ALL {
             let src = super::super::source(encoding).unwrap();
             let vocab = Vocab::load(src).unwrap();
             let unread = |v: &Vocab| {
@@ -1272,7 +1274,7 @@ mod tests {
 
     #[test]
     fn every_byte_and_some_tokens_resolve() {
-        let vocab = loaded(crate::count::Encoding::Cl100kBase);
+        let vocab = loaded(crate::encoding::Encoding::Cl100kBase);
         for b in 0..=255u8 {
             assert!(vocab.rank(&[b]).is_some());
         }
@@ -1302,7 +1304,7 @@ mod tests {
     /// Long runs of one unit take the chunked path (no fallback) and match the whole merge.
     #[test]
     fn chunked_merge_of_runs_is_exact_and_taken() {
-        for encoding in crate::count::Encoding::ALL {
+        for encoding in crate::encoding::Encoding::ALL {
             let vocab = loaded(encoding);
             for unit in ["a", "z", " ", "!", "ab", "中", "é", "\n", "0", "xyz", "-="] {
                 for n in [CHUNKED_FROM, 20_011, 65_537, 100_003] {
@@ -1331,7 +1333,7 @@ mod tests {
         let mut taken = 0;
         let cases = 40;
         for case in 0..cases {
-            let encoding = crate::count::Encoding::ALL[case % 2];
+            let encoding = crate::encoding::Encoding::ALL[case % 2];
             let vocab = loaded(encoding);
             let alphabet = alphabets[case % alphabets.len()];
             let n = CHUNKED_FROM + (next() % 30_000) as usize;

@@ -5,22 +5,32 @@
 //! framing, image rule) and the message itself (its format, role, fields and every part's
 //! JSON, serialized into one reused buffer), and carries the number of bytes hashed.
 //!
-//! The hash is std's SipHash-1-3 (`DefaultHasher` with its fixed keys): no new dependency, the
-//! same on the host and in wasm, fast next to tokenizing (which the cache saves), and with 64
-//! bits plus the length an accidental collision is out of reach. It is not a defence against
+//! The hash is XXH3-64 (seed 0, crate `xxhash-rust`), a specified algorithm: the same key on
+//! the host and in wasm, in every build and with every Rust release, so a key may be kept or
+//! compared across runs (std's `DefaultHasher` promises none of that: its algorithm may change
+//! with any release). It is fast next to tokenizing (which the cache saves), and with 64 bits
+//! plus the length an accidental collision is out of reach. It is not a defence against
 //! someone crafting colliding messages; the worst such a collision can do is a wrong count.
+//!
+//! What is hashed is specified too: the rules as their JSON (`Rules`' serde form); a message
+//! as its format's name, `|`, its role's name, `|`, its skeleton's JSON, then for each part
+//! its kind's number (one byte) and its JSON; a cache key as the rules' hash then the
+//! message's hash, each 8 bytes little-endian.
 //!
 //! The cache is bounded: two generations of at most `capacity / 2` entries each. A full
 //! current generation becomes the previous one and the old previous one is dropped, so the
 //! least recently used entries go first, in O(1).
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, DefaultHasher, Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hasher};
+
+use xxhash_rust::xxh3::xxh3_64;
 
 use super::tally::{Rules, Tally};
 use crate::messages::Message;
 
-/// Entries the shared cache holds at most.
+/// Entries a [`Counter`](super::Counter)'s memo holds at most, unless it is made with another
+/// capacity.
 pub const DEFAULT_CAPACITY: usize = 4_096;
 
 /// A hash of a message and the rules it was counted with, plus the bytes hashed.
@@ -120,11 +130,13 @@ pub(crate) struct Keyer {
 
 impl Keyer {
     pub fn new(rules: &Rules) -> Keyer {
-        let mut hasher = DefaultHasher::new();
-        rules.hash(&mut hasher);
+        let mut buf = Vec::new();
+        // NOTE: writing into a Vec cannot fail, and serializing `Rules` (plain fields, no
+        // maps) neither; the result is ignored rather than unwrapped.
+        serde_json::to_writer(&mut buf, rules).unwrap_or_default();
         Keyer {
-            rules: hasher.finish(),
-            buf: Vec::new(),
+            rules: xxh3_64(&buf),
+            buf,
         }
     }
 
@@ -142,17 +154,14 @@ impl Keyer {
             buf.push(part.kind() as u8);
             serde_json::to_writer(&mut *buf, part.raw()).unwrap_or_default();
         }
-        let mut hasher = DefaultHasher::new();
-        hasher.write(buf);
-        MessageKey(hasher.finish(), buf.len() as u64)
+        MessageKey(xxh3_64(buf), buf.len() as u64)
     }
 
     /// The cache key of a message counted under these rules.
     pub fn key(&self, MessageKey(hash, len): MessageKey) -> Key {
-        let mut hasher = DefaultHasher::new();
-        hasher.write_u64(self.rules);
-        hasher.write_u64(hash);
-        Key(hasher.finish(), len)
+        // NOTE: a u128's 16 little-endian bytes are the rules' 8 then the message's 8.
+        let bytes = (u128::from(self.rules) | (u128::from(hash) << 64)).to_le_bytes();
+        Key(xxh3_64(&bytes), len)
     }
 }
 
@@ -173,5 +182,52 @@ impl Hasher for IdentityHasher {
 
     fn write_u64(&mut self, n: u64) {
         self.0 ^= n;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::encoding::Encoding;
+    use crate::messages::{parse_messages, MessagesOptions};
+    use crate::model::model_info;
+
+    /// The keys are XXH3-64 of specified bytes: pinned here, so a change of algorithm, of
+    /// dependency version or of what is hashed shows as a failing test, not as keys that
+    /// silently stop matching ones kept from an earlier run.
+    #[test]
+    fn keys_are_pinned() {
+        assert_eq!(
+            xxh3_64(b""),
+            0x2d06_8005_38d3_94c2,
+            "XXH3-64 of nothing, seed 0"
+        );
+        let info = model_info("gpt-4o");
+        let rules = Rules {
+            encoding: Encoding::O200kBase,
+            framing: info.framing,
+            images: info.images,
+        };
+        let json = serde_json::to_string(&rules).unwrap();
+        let mut keyer = Keyer::new(&rules);
+        assert_eq!(keyer.rules, xxh3_64(json.as_bytes()), "{json}");
+        let input = serde_json::json!([{"role": "user", "content": "hi"}]);
+        let conv = parse_messages(&input, &MessagesOptions::default()).unwrap();
+        let message = &conv.messages()[0];
+        let key = keyer.message_key(message);
+        let mut bytes = b"openai|user|".to_vec();
+        serde_json::to_writer(&mut bytes, &message.skeleton).unwrap();
+        for part in message.parts() {
+            bytes.push(part.kind() as u8);
+            serde_json::to_writer(&mut bytes, part.raw()).unwrap();
+        }
+        assert_eq!(key, MessageKey(xxh3_64(&bytes), bytes.len() as u64));
+        let mut both = keyer.rules.to_le_bytes().to_vec();
+        both.extend_from_slice(&key.0.to_le_bytes());
+        assert_eq!(keyer.key(key), Key(xxh3_64(&both), key.1));
+        // The values themselves, for one message under GPT-4o's rules.
+        assert_eq!(keyer.rules, 0x4eb0_85ab_2a63_5ca1);
+        assert_eq!(key, MessageKey(0x6a4a_b6c0_17c2_93e3, 47));
+        assert_eq!(keyer.key(key), Key(17_535_876_640_006_692_207, 47));
     }
 }

@@ -2,6 +2,10 @@
 //! adds, tool definitions, images by their provider's rule, a bounded memo of per-message
 //! counts, and an optional calibration against the tokens a provider reported.
 //!
+//! The memo and the calibrations are what counting remembers between counts; both live in a
+//! [`Counter`], owned by whoever counts. The free functions below (and the JS exports) count
+//! with one default counter ([`with_default_counter`]).
+//!
 //! What is counted, and how:
 //! - Framing (`overhead`): per message `framing.perMessage` plus the role's tokens; a message's
 //!   `name` (OpenAI) adds its tokens plus `framing.perName`; `framing.replyPriming` once per
@@ -48,6 +52,7 @@
 //! the host may convert it). An assistant's top-level `refusal` (OpenAI) counts as `text`.
 
 mod cache;
+mod counter;
 mod image;
 mod options;
 mod tally;
@@ -55,12 +60,14 @@ mod tools;
 mod zod;
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, PoisonError};
 
 use serde::Serialize;
 use serde_json::Value;
 
 pub use cache::{CacheStats, CountCache, MessageKey, DEFAULT_CAPACITY};
+pub use counter::{
+    with_default_counter, Calibration, Counter, MAX_CALIBRATIONS, MAX_CALIBRATION_FACTOR,
+};
 pub use image::{
     area_tokens, crop_tokens, patch_count, tile_tokens, AREA_MAX_TOKENS, DEFAULT_FILE_TOKENS,
     DEFAULT_IMAGE_SIDE,
@@ -72,11 +79,11 @@ pub use tally::{ByKind, Tally, REDACTED_CHARS_PER_TOKEN, TOOL_CALL_FRAMING};
 pub use tools::{anthropic_tool_prompt, ToolChoice, SCHEMA_KEYS};
 pub use zod::OPAQUE_OBJECT_TOKENS;
 
-use crate::count::{CountError, Encoding};
+use crate::encoding::{CountError, Encoding};
 use crate::messages::{
     parse_messages_value, Conversation, Format, Message, MessagesOptions, ParseError, Role,
 };
-use crate::model::{model_info, normalize, ModelInfo, Provider};
+use crate::model::{model_info, ModelInfo, Provider};
 use tally::{tally_message, Rules, Tokenizer};
 use tools::{BadChoice, BadTool};
 
@@ -103,7 +110,7 @@ pub struct MessagesCount {
     pub by_kind: ByKind,
     /// Whether the count is the model's own: its tokenizer, and nothing estimated.
     pub exact: bool,
-    /// Whether a calibration ([`calibrate`]) scaled `total`.
+    /// Whether a calibration ([`Counter::calibrate`]) scaled `total`.
     pub calibrated: bool,
     /// The encoding counted with.
     pub encoding: Encoding,
@@ -128,9 +135,10 @@ pub enum CountMessagesError {
     Count(#[from] CountError),
 }
 
-/// The model, rules and fixed costs a count uses.
+/// The model, rules and fixed costs a count uses, decided once from the model named and the
+/// options ([`setup`]).
 #[derive(Debug)]
-struct Plan {
+struct Setup {
     model: Option<ModelInfo>,
     rules: Rules,
     provider: Provider,
@@ -231,12 +239,13 @@ impl BadTool<'_> {
     }
 }
 
-fn plan(model: Option<&str>, format: Format, options: &CountMessagesOptions) -> Plan {
+/// What counting for `model` (or no model) with `options` uses.
+fn setup(model: Option<&str>, format: Format, options: &CountMessagesOptions) -> Setup {
     match model {
         Some(name) => {
             let info = model_info_with(name, &options.models);
             let encoding = options.encoding.unwrap_or(info.encoding);
-            Plan {
+            Setup {
                 rules: Rules {
                     encoding,
                     framing: info.framing,
@@ -259,7 +268,7 @@ fn plan(model: Option<&str>, format: Format, options: &CountMessagesOptions) -> 
                 Format::AiSdk => options.encoding.is_some(),
                 Format::Anthropic => false,
             };
-            Plan {
+            Setup {
                 rules: Rules {
                     encoding: options.encoding.unwrap_or(Encoding::O200kBase),
                     framing: chat.framing,
@@ -292,7 +301,7 @@ fn plan(model: Option<&str>, format: Format, options: &CountMessagesOptions) -> 
 /// ```
 #[derive(Debug)]
 pub struct Counting {
-    plan: Plan,
+    setup: Setup,
     keyer: cache::Keyer,
     ratio: Option<f64>,
     stop_above: Option<u64>,
@@ -321,15 +330,15 @@ impl Counting {
         cache: &mut CountCache,
     ) -> Result<Counting, CountMessagesError> {
         let request = Request::read(head, options)?;
-        let plan = plan(request.model, head.format, options);
-        let keyer = cache::Keyer::new(&plan.rules);
+        let setup = setup(request.model, head.format, options);
+        let keyer = cache::Keyer::new(&setup.rules);
         let mut counting = Counting {
             by_kind: ByKind {
-                overhead: u64::from(plan.rules.framing.reply_priming),
+                overhead: u64::from(setup.rules.framing.reply_priming),
                 ..ByKind::default()
             },
-            exact: plan.exact,
-            plan,
+            exact: setup.exact,
+            setup,
             keyer,
             ratio,
             stop_above,
@@ -342,13 +351,13 @@ impl Counting {
         if let Some((defs, from_options)) = request.tools {
             let list = tools::read_tools(defs).map_err(|bad| bad.into_error(from_options))?;
             let mut tok = Tokenizer {
-                encoding: counting.plan.rules.encoding,
+                encoding: counting.setup.rules.encoding,
                 calls: 0,
             };
             let tokens = tools::tool_tokens(
                 defs,
                 &list,
-                counting.plan.provider,
+                counting.setup.provider,
                 request.model,
                 request.tool_choice,
                 &mut tok,
@@ -388,10 +397,10 @@ impl Counting {
             return Ok(tally);
         }
         let mut tok = Tokenizer {
-            encoding: self.plan.rules.encoding,
+            encoding: self.setup.rules.encoding,
             calls: 0,
         };
-        let tally = tally_message(message, &self.plan.rules, &mut tok)?;
+        let tally = tally_message(message, &self.setup.rules, &mut tok)?;
         cache.insert(key, tally, tok.calls);
         Ok(tally)
     }
@@ -457,9 +466,9 @@ impl Counting {
             by_kind: self.by_kind,
             exact: self.exact,
             calibrated: self.ratio.is_some(),
-            encoding: self.plan.rules.encoding,
+            encoding: self.setup.rules.encoding,
             format,
-            model: self.plan.model,
+            model: self.setup.model,
         };
         (count, self.stopped)
     }
@@ -467,7 +476,7 @@ impl Counting {
 
 /// Counts `conv`, stopping as soon as the (scaled) running total passes `stop_above`; the
 /// flag says whether it stopped (and the count is then partial).
-fn run(
+fn count_bounded(
     conv: &Conversation,
     options: &CountMessagesOptions,
     cache: &mut CountCache,
@@ -501,7 +510,7 @@ pub fn count_conversation(
     options: &CountMessagesOptions,
     cache: &mut CountCache,
 ) -> Result<MessagesCount, CountMessagesError> {
-    Ok(run(conv, options, cache, None, None)?.0)
+    Ok(count_bounded(conv, options, cache, None, None)?.0)
 }
 
 /// The total of `conv` if it is at most `limit` tokens, else `None`, tokenizing no further
@@ -512,29 +521,11 @@ pub fn within_limit(
     options: &CountMessagesOptions,
     cache: &mut CountCache,
 ) -> Result<Option<u64>, CountMessagesError> {
-    let (count, stopped) = run(conv, options, cache, None, Some(limit))?;
+    let (count, stopped) = count_bounded(conv, options, cache, None, Some(limit))?;
     Ok((!stopped).then_some(count.total))
 }
 
-// ---- The shared state behind the JS exports: one cache and the calibrations. ----
-
-// NOTE: wasm32-unknown-unknown is single-threaded and nothing here re-enters, so these locks
-// never wait; a poisoned lock (impossible with panic = "abort") is used as it is.
-static CACHE: Mutex<Option<CountCache>> = Mutex::new(None);
-static CALIBRATIONS: Mutex<Vec<(String, f64)>> = Mutex::new(Vec::new());
-
-/// Models whose calibration is kept; a new one beyond this drops the oldest.
-pub const MAX_CALIBRATIONS: usize = 256;
-
-/// The calibration ratio may move an estimate by at most this factor either way.
-pub const MAX_CALIBRATION_FACTOR: f64 = 2.0;
-
-/// Runs `f` with the shared cache of per-message counts. `f` must not call back into
-/// JavaScript (which could re-enter and ask for the cache again).
-pub fn with_cache<T>(f: impl FnOnce(&mut CountCache) -> T) -> T {
-    let mut guard = CACHE.lock().unwrap_or_else(PoisonError::into_inner);
-    f(guard.get_or_insert_with(|| CountCache::new(DEFAULT_CAPACITY)))
-}
+// ---- The free functions: the default counter, shared by the JS exports. ----
 
 /// The messages options counting reads with: tool calls may be pending (counting happens
 /// before the host runs them).
@@ -545,37 +536,25 @@ pub fn messages_options(format: Option<Format>) -> MessagesOptions {
     }
 }
 
-/// The calibration ratio for the model a conversation is counted for, if any applies (only to
-/// models counted approximately).
+/// [`Counter::ratio_for`] with the default counter.
 pub fn ratio_for(conv: &Conversation, options: &CountMessagesOptions) -> Option<f64> {
-    let model = Request::read(conv, options).ok()?.model;
-    let info = plan(model, conv.format, options).model?;
-    if info.exact {
-        return None;
-    }
-    let key = normalize(&info.name);
-    let calibrations = CALIBRATIONS.lock().unwrap_or_else(PoisonError::into_inner);
-    calibrations
-        .iter()
-        .find(|(k, _)| *k == key)
-        .map(|&(_, r)| r)
+    with_default_counter(|counter| counter.ratio_for(conv, options))
 }
 
-/// Counts a conversation given as a JSON value, with the shared cache and the calibration of
-/// its model when one was recorded, stopping past `stop_above` tokens; the flag says whether
-/// it stopped (the count is then partial).
+/// Counts a conversation given as a JSON value with the default counter (its memo, and the
+/// calibration of its model when one was recorded), stopping past `stop_above` tokens; the
+/// flag says whether it stopped (the count is then partial).
 pub fn count_value(
     value: Value,
     options: &CountMessagesOptions,
     stop_above: Option<u64>,
 ) -> Result<(MessagesCount, bool), CountMessagesError> {
     let conv = parse_messages_value(value, &messages_options(options.format))?;
-    let ratio = ratio_for(&conv, options);
-    with_cache(|cache| run(&conv, options, cache, ratio, stop_above))
+    with_default_counter(|counter| counter.count_bounded(&conv, options, stop_above))
 }
 
-/// Counts a conversation given as JSON text, with the shared cache, and the calibration of its
-/// model when one was recorded.
+/// Counts a conversation given as JSON text with the default counter: its memo, and the
+/// calibration of its model when one was recorded.
 pub fn count_messages_str(
     json: &str,
     options: &CountMessagesOptions,
@@ -584,7 +563,7 @@ pub fn count_messages_str(
     Ok(count_value(value, options, None)?.0)
 }
 
-/// [`within_limit`] on JSON text, with the shared cache and calibration.
+/// [`Counter::within_limit`] on JSON text, with the default counter.
 pub fn within_limit_str(
     json: &str,
     limit: u64,
@@ -595,148 +574,34 @@ pub fn within_limit_str(
     Ok((!stopped).then_some(count.total))
 }
 
-/// Empties the shared cache of per-message counts.
+/// Empties the default counter's memo of per-message counts.
 pub fn clear_count_cache() {
-    with_cache(CountCache::clear);
+    with_default_counter(Counter::clear_cache);
 }
 
-/// The shared cache's statistics.
+/// The default counter's memo statistics.
 pub fn count_cache_stats() -> CacheStats {
-    with_cache(|cache| cache.stats())
+    with_default_counter(|counter| counter.cache_stats())
 }
 
-/// What [`calibrate`] recorded.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Calibration {
-    /// The registry name the ratio is kept under (the entry that matched).
-    pub model: String,
-    /// actual / estimated, within [1/2, 2]; 1 when nothing was recorded.
-    pub ratio: f64,
-    /// False for a model counted exactly (no calibration applies) or a zero estimate.
-    pub applied: bool,
-}
-
-/// Records the tokens a provider reported (`actual`) for a request this crate estimated at
-/// `estimated` (the uncalibrated total), for a model counted approximately. Later counts for
-/// that model scale their total by actual / estimated (at most a factor of 2 either way); the
-/// latest call wins. Exact models are left alone.
+/// [`Counter::calibrate`] on the default counter.
 pub fn calibrate(
     model: &str,
     overrides: &ModelOverrides,
     estimated: u64,
     actual: u64,
 ) -> Calibration {
-    let info = model_info_with(model, overrides);
-    let key = normalize(&info.name);
-    if info.exact || estimated == 0 {
-        return Calibration {
-            model: key,
-            ratio: 1.0,
-            applied: false,
-        };
-    }
-    let ratio = (actual as f64 / estimated as f64)
-        .clamp(1.0 / MAX_CALIBRATION_FACTOR, MAX_CALIBRATION_FACTOR);
-    let mut calibrations = CALIBRATIONS.lock().unwrap_or_else(PoisonError::into_inner);
-    calibrations.retain(|(k, _)| *k != key);
-    if calibrations.len() >= MAX_CALIBRATIONS {
-        calibrations.remove(0);
-    }
-    calibrations.push((key.clone(), ratio));
-    Calibration {
-        model: key,
-        ratio,
-        applied: true,
-    }
+    with_default_counter(|counter| counter.calibrate(model, overrides, estimated, actual))
 }
 
-/// [`calibrate`] from a provider's usage report, as JS passes it: `{ model, inputTokens,
-/// estimated? }` or `{ model, inputTokens, messages, tools?, format?, encoding?, models? }`
-/// (then the estimate is the uncalibrated count of `messages` with those options).
+/// [`Counter::calibrate_usage`] on the default counter.
 pub fn calibrate_usage(usage: &Value) -> Result<Calibration, CountMessagesError> {
-    let Value::Object(obj) = usage else {
-        return Err(options::wrong("usage", "an object", Some(usage)).into());
-    };
-    // NOTE: `null` is absent for an optional field; JS hands `NaN` and the infinities over as
-    // `null`, and the bindings name those before they get here.
-    let tokens = |key: &str| -> Result<Option<u64>, OptionsError> {
-        match obj.get(key).filter(|v| !v.is_null()) {
-            None => Ok(None),
-            Some(v) => v.as_u64().map(Some).ok_or_else(|| {
-                options::wrong(format!("usage.{key}"), "a whole number of tokens", Some(v))
-            }),
-        }
-    };
-    let model = match obj.get("model") {
-        Some(Value::String(model)) => model.clone(),
-        other => return Err(options::wrong("usage.model", "a string", other).into()),
-    };
-    let actual = tokens("inputTokens")?.ok_or_else(|| {
-        let found = obj.get("inputTokens");
-        options::wrong("usage.inputTokens", "a whole number of tokens", found)
-    })?;
-    if actual == 0 {
-        // No request has no input; a 0 is a usage field read wrong, and would halve counts.
-        return Err(OptionsError::OutOfRange {
-            path: "usage.inputTokens".to_owned(),
-            expected: "a positive number of tokens",
-            found: "0".to_owned(),
-        }
-        .into());
-    }
-    let mut bag = obj.clone();
-    let messages = bag.shift_remove("messages").filter(|v| !v.is_null());
-    for key in ["inputTokens", "estimated"] {
-        bag.shift_remove(key);
-    }
-    let options = CountMessagesOptions::from_value(&Value::Object(bag)).map_err(in_usage)?;
-    let estimated = match (tokens("estimated")?, messages) {
-        (Some(estimated), _) => estimated,
-        (None, Some(messages)) => {
-            let conv =
-                parse_messages_value(messages, &messages_options(options.format)).map_err(|e| {
-                    // NOTE: paths start at the list (`messages[2]`) or at the request object
-                    // (`system`), which is `usage.messages` here.
-                    let prefix = if e.path.starts_with("messages") {
-                        "usage."
-                    } else {
-                        "usage.messages."
-                    };
-                    e.under(prefix)
-                })?;
-            with_cache(|cache| count_conversation(&conv, &options, cache))?.total
-        }
-        (None, None) => {
-            return Err(options::wrong(
-                "usage.estimated",
-                "a whole number of tokens (or usage.messages)",
-                None,
-            )
-            .into())
-        }
-    };
-    Ok(calibrate(&model, &options.models, estimated, actual))
+    with_default_counter(|counter| counter.calibrate_usage(usage))
 }
 
-/// An error in the options part of a usage report, at its place there: `usage.encoding`, not
-/// `options.encoding`.
-fn in_usage(mut err: OptionsError) -> OptionsError {
-    let (OptionsError::WrongType { path, .. }
-    | OptionsError::UnknownName { path, .. }
-    | OptionsError::OutOfRange { path, .. }) = &mut err;
-    if let Some(rest) = path.strip_prefix("options") {
-        *path = format!("usage{rest}");
-    }
-    err
-}
-
-/// Forgets every calibration.
+/// Forgets every calibration of the default counter.
 pub fn clear_calibration() {
-    CALIBRATIONS
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .clear();
+    with_default_counter(Counter::clear_calibrations);
 }
 
 #[cfg(test)]

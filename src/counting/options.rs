@@ -3,7 +3,7 @@
 use serde_json::{Map, Value};
 
 use super::tools::{BadChoice, ToolChoice, TOOL_CHOICE_NAMES};
-use crate::count::{Encoding, UnknownEncoding};
+use crate::encoding::{Encoding, UnknownEncoding};
 use crate::messages::Format;
 use crate::model::{
     image_rule, matches_prefix, model_info, normalize, Framing, ImageRule, ModelInfo, Provider,

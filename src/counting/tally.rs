@@ -4,7 +4,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::image::{image_tokens, DEFAULT_FILE_TOKENS};
-use crate::count::{count_tokens, CountError, Encoding};
+use crate::count::count_tokens;
+use crate::encoding::{CountError, Encoding};
 use crate::messages::{Format, Message, Part, PartKind, Role, Segment, ToolInput};
 use crate::model::{Framing, ImageRule};
 
@@ -71,8 +72,9 @@ pub struct Tally {
     pub estimated: bool,
 }
 
-/// What a message's count depends on besides the message.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// What a message's count depends on besides the message. Its JSON is what the count cache
+/// hashes of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub(crate) struct Rules {
     pub encoding: Encoding,
     pub framing: Framing,

@@ -486,6 +486,63 @@ fn calibration_scales_only_approximate_models() {
 }
 
 #[test]
+fn two_counters_share_neither_calibration_nor_cache() {
+    let conv = conv(&json!([{"role": "user", "content": "hello world"}]));
+    let options = model("zz-two-counters");
+    let (mut a, mut b) = (Counter::new(), Counter::with_capacity(16));
+    let raw = b.count(&conv, &options).unwrap();
+    assert_eq!(b.cache_stats().misses, 1);
+
+    // A calibration recorded in `a` scales `a`'s counts only.
+    let calibration = a.calibrate("zz-two-counters", &ModelOverrides::default(), 10, 15);
+    assert!(calibration.applied);
+    assert_eq!(a.ratio_for(&conv, &options), Some(1.5));
+    assert_eq!(b.ratio_for(&conv, &options), None);
+    let scaled = a.count(&conv, &options).unwrap();
+    assert!(scaled.calibrated);
+    assert_eq!(scaled.total, (raw.total as f64 * 1.5).round() as u64);
+    let again = b.count(&conv, &options).unwrap();
+    assert_eq!(again, raw);
+    assert!(!again.calibrated);
+    // Nor does the default counter see it (no other test calibrates this model).
+    assert_eq!(ratio_for(&conv, &options), None);
+
+    // Each has its own memo: `a` counted the message afresh although `b` had it.
+    assert_eq!((a.cache_stats().hits, a.cache_stats().misses), (0, 1));
+    assert_eq!((b.cache_stats().hits, b.cache_stats().misses), (1, 1));
+    b.clear_cache();
+    assert_eq!(b.cache_stats(), CacheStats::default());
+    a.count(&conv, &options).unwrap();
+    assert_eq!((a.cache_stats().hits, a.cache_stats().misses), (1, 1));
+
+    // Clearing `a`'s calibrations leaves `b`'s.
+    b.calibrate("zz-two-counters", &ModelOverrides::default(), 10, 5);
+    a.clear_calibrations();
+    assert_eq!(a.ratio_for(&conv, &options), None);
+    assert_eq!(b.ratio_for(&conv, &options), Some(0.5));
+}
+
+#[test]
+fn a_counter_keeps_at_most_max_calibrations() {
+    let mut counter = Counter::with_capacity(2);
+    let none = ModelOverrides::default();
+    for i in 0..=MAX_CALIBRATIONS {
+        assert!(
+            counter
+                .calibrate(&format!("zz-many-{i}"), &none, 10, 12)
+                .applied
+        );
+    }
+    let ratio = |counter: &Counter, name: &str| counter.ratio_for(&conv(&json!([])), &model(name));
+    assert_eq!(ratio(&counter, "zz-many-0"), None, "the oldest went");
+    assert_eq!(ratio(&counter, "zz-many-1"), Some(1.2));
+    assert_eq!(
+        ratio(&counter, &format!("zz-many-{MAX_CALIBRATIONS}")),
+        Some(1.2)
+    );
+}
+
+#[test]
 fn counting_by_keys_alone_equals_counting_the_messages() {
     let dir = format!("{}/tests/data/messages", env!("CARGO_MANIFEST_DIR"));
     for entry in std::fs::read_dir(dir).unwrap() {

@@ -26,7 +26,7 @@ use serde_json::{json, Map, Value};
 
 use super::tally::Tokenizer;
 use super::zod::{self, OPAQUE_OBJECT_TOKENS};
-use crate::count::{CountError, Encoding};
+use crate::encoding::{CountError, Encoding};
 use crate::model::{normalize, Provider};
 
 /// How a request lets the model use its tools. It decides the size of the system prompt
