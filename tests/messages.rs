@@ -549,6 +549,7 @@ fn compaction_marker_message_round_trips_in_every_format() {
         archived_messages: 12,
         tokens_before: 90_000,
         summary: "The user wants X; done Y; next Z.".into(),
+        ..CompactionMarker::default()
     };
     for name in [
         "openai-parallel-tools",

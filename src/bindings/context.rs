@@ -16,8 +16,11 @@ use wasm_bindgen::prelude::*;
 use super::error::ContextError;
 use super::messages::{message_list, write_back};
 use super::{enter, type_name, walk, CONVERSATION};
+use crate::context::compact::{self, CompactOptions, CompactPlan, SummaryOutcome};
+use crate::context::flush::FlushOutcome;
 use crate::context::offload::{self, OffloadOptions, OffloadPlan, ResultPlan};
 use crate::context::recovery::{self, GrepOptions, Pattern, RecordHeader};
+use crate::context::state::{self, SessionState};
 use crate::context::{evict, prune, Outcome, Report, Save};
 use crate::messages::{self, Conversation, Format, MessagesOptions};
 
@@ -480,4 +483,204 @@ pub fn tool_definitions(format: &str) -> Result<JsValue, ContextError> {
         )
     })?;
     to_js(&recovery::tool_definitions(format))
+}
+
+/// A compaction, planned: its archive saves, its summary and flush requests, waiting for
+/// their outcomes.
+#[wasm_bindgen(js_name = __CkCompactPlan, skip_typescript)]
+#[derive(Debug)]
+pub struct CompactPlanJs {
+    messages: JsValue,
+    plan: Option<CompactPlan>,
+}
+
+/// A summarizer's outcome as the driver hands it: `{ text }`, `{ failed }`, `{ heuristic:
+/// true }`, or `undefined` when it was not called.
+fn summary_outcome(value: &JsValue) -> SummaryOutcome {
+    let field =
+        |name: &str| js_sys::Reflect::get(value, &name.into()).unwrap_or(JsValue::UNDEFINED);
+    if !value.is_object() {
+        return SummaryOutcome::NotCalled;
+    }
+    if let Some(text) = field("text").as_string() {
+        return SummaryOutcome::Text(text);
+    }
+    if let Some(reason) = field("failed").as_string() {
+        return SummaryOutcome::Failed(reason);
+    }
+    if field("heuristic").is_truthy() {
+        return SummaryOutcome::Heuristic;
+    }
+    SummaryOutcome::NotCalled
+}
+
+/// A flush's outcome: `{ reply }` (a string, or `null` for no text), `{ failed }`, or
+/// `undefined` when none ran.
+fn flush_outcome(value: &JsValue) -> Option<FlushOutcome> {
+    if !value.is_object() {
+        return None;
+    }
+    let failed = js_sys::Reflect::get(value, &"failed".into()).ok()?;
+    if let Some(reason) = failed.as_string() {
+        return Some(FlushOutcome::Failed(reason));
+    }
+    let reply = js_sys::Reflect::get(value, &"reply".into()).ok()?;
+    Some(FlushOutcome::Replied(reply.as_string()))
+}
+
+#[wasm_bindgen(js_class = __CkCompactPlan)]
+impl CompactPlanJs {
+    /// The archive saves, as `[{ key, bytes }]` (none when there is nothing to compact).
+    pub fn saves(&self) -> Result<js_sys::Array, ContextError> {
+        let out = js_sys::Array::new();
+        for save in self.plan.iter().flat_map(|p| p.saves()) {
+            out.push(&save_to_js(save)?);
+        }
+        Ok(out)
+    }
+
+    /// What to give the summarizer, or `undefined` when there is nothing to compact.
+    #[wasm_bindgen(js_name = summaryRequest)]
+    pub fn summary_request(&self) -> Result<JsValue, ContextError> {
+        match self.plan.as_ref().and_then(CompactPlan::summary_request) {
+            Some(request) => to_js(request),
+            None => Ok(JsValue::UNDEFINED),
+        }
+    }
+
+    /// The memory flush to run first, or `undefined`.
+    #[wasm_bindgen(js_name = flushRequest)]
+    pub fn flush_request(&self) -> Result<JsValue, ContextError> {
+        match self.plan.as_ref().and_then(CompactPlan::flush_request) {
+            Some(request) => to_js(request),
+            None => Ok(JsValue::UNDEFINED),
+        }
+    }
+
+    /// `{ messages, marker, report, state? }`: the compaction applied if every step went
+    /// well, else the messages as they were; `state` is the session state to store (bytes).
+    pub fn finish(
+        &mut self,
+        archive: js_sys::Array,
+        summary: JsValue,
+        flush: JsValue,
+    ) -> Result<JsValue, ContextError> {
+        enter();
+        let plan = self.plan.take().ok_or_else(already_applied)?;
+        let outcomes: Vec<Outcome> = archive.iter().map(|v| outcome_of(&v)).collect();
+        let done = plan.finish(&outcomes, summary_outcome(&summary), flush_outcome(&flush));
+        let result = js_sys::Object::new();
+        let unchanged = done.origin.iter().enumerate().all(|(i, o)| *o == Some(i))
+            && done.origin.len() == message_count(&self.messages);
+        if unchanged {
+            set(&result, "messages", &self.messages)?;
+        } else {
+            let list =
+                message_list(&self.messages).map_err(|e| ContextError::internal(e.to_string()))?;
+            let out = write_back(&self.messages, &list, done.conversation, &done.origin)
+                .map_err(|e| ContextError::internal(e.to_string()))?;
+            set(&result, "messages", &out)?;
+        }
+        let marker = match &done.marker {
+            Some(marker) => to_js(marker)?,
+            None => JsValue::NULL,
+        };
+        set(&result, "marker", &marker)?;
+        set(&result, "report", &to_js(&done.report)?)?;
+        if let Some(state) = &done.state {
+            set(
+                &result,
+                "state",
+                &js_sys::Uint8Array::from(state.to_bytes().as_slice()),
+            )?;
+        }
+        Ok(result.into())
+    }
+}
+
+/// How many messages a conversation argument holds (0 when it is not one).
+fn message_count(messages: &JsValue) -> usize {
+    message_list(messages).map_or(0, |list| list.length() as usize)
+}
+
+/// Plans a compaction. `state` is the session's stored state (bytes), or `undefined`.
+#[wasm_bindgen(js_name = __ckPlanCompact, skip_typescript)]
+pub fn plan_compact(
+    messages: JsValue,
+    options: JsValue,
+    state: Option<Vec<u8>>,
+) -> Result<CompactPlanJs, ContextError> {
+    enter();
+    let (format, options): (_, CompactOptions) = read_options(&options, true)?;
+    if options.session_id.is_empty() {
+        return Err(ContextError::options(
+            "options.sessionId",
+            "expected a non-empty string".to_owned(),
+        ));
+    }
+    let conv = read_conversation(&messages, format)?;
+    let state = SessionState::from_bytes(state.as_deref());
+    let plan = crate::counting::with_default_counter(|counter| {
+        compact::plan(conv, &options, state, counter)
+    })
+    .map_err(|err| match err {
+        compact::CompactError::Options { path, reason } => ContextError::options(path, reason),
+        other => ContextError::options("options", other.to_string()),
+    })?;
+    Ok(CompactPlanJs {
+        plan: Some(plan),
+        messages,
+    })
+}
+
+/// The store keys of the context layer: `state` (a session's state), `archive` (an
+/// archive by name, or without one the prefix of a session's archives).
+#[wasm_bindgen(js_name = __ckKey, skip_typescript)]
+pub fn key(
+    kind: &str,
+    session_id: &str,
+    name: Option<String>,
+) -> Result<js_sys::Array, ContextError> {
+    let key = match (kind, name) {
+        ("state", _) => state::state_key(session_id),
+        ("archive", Some(name)) => compact::archive_key(session_id, &name),
+        ("archive", None) => compact::archive_prefix(session_id),
+        _ => return Err(ContextError::internal(format!("unknown key kind {kind:?}"))),
+    };
+    Ok(key_to_js(&key))
+}
+
+/// The messages the model sees (`activeMessages`): the caller's own objects, from the latest
+/// marker (ours or the provider's) on, after the system messages and the head the marker
+/// kept.
+#[wasm_bindgen(js_name = __ckActive, skip_typescript)]
+pub fn active_messages(messages: JsValue, options: JsValue) -> Result<JsValue, ContextError> {
+    enter();
+    let (format, ()) = read_options(&options, true)?;
+    let conv = read_conversation(&messages, format)?;
+    let keep = compact::active_indices(&conv);
+    if keep.len() == conv.messages().len() {
+        return Ok(messages);
+    }
+    let list = message_list(&messages).map_err(|e| ContextError::internal(e.to_string()))?;
+    let out: js_sys::Array = keep.iter().map(|&i| list.get(i as u32)).collect();
+    if js_sys::Array::is_array(&messages) {
+        return Ok(out.into());
+    }
+    let envelope = js_sys::Object::assign(&js_sys::Object::new(), messages.unchecked_ref());
+    set(&envelope, "messages", &out)?;
+    Ok(envelope.into())
+}
+
+/// Reads an archive's record: `{ number, format, previous, messages }`.
+#[wasm_bindgen(js_name = __ckReadArchive, skip_typescript)]
+pub fn read_archive(key: &str, bytes: &[u8]) -> Result<JsValue, ContextError> {
+    enter();
+    let record = compact::read_archive(bytes).ok_or_else(|| {
+        ContextError::Recovery(crate::context::recovery::RecoveryError::Corrupt {
+            id: key.to_owned(),
+            reason: "the archive is not a record this version reads".to_owned(),
+        })
+    })?;
+    to_js(&record)
 }

@@ -14,13 +14,19 @@
 //! edits only tool results and tool-call inputs (never user or assistant text, never thinking
 //! or its signatures), and reports every edit ([`report`]).
 
+pub mod compact;
 pub mod evict;
+pub mod facts;
+pub mod flush;
+pub mod heuristic;
 pub mod offload;
 pub mod prune;
 pub mod recovery;
 pub mod report;
 pub mod result;
+pub mod state;
 pub mod text;
+pub mod transcript;
 
 use serde::{Deserialize, Serialize};
 

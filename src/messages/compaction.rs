@@ -10,6 +10,7 @@
 //! ```
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// The text every compaction marker starts with.
 pub const COMPACTION_TAG: &str = "<context-keeper-compaction";
@@ -28,9 +29,23 @@ pub struct CompactionMarker {
     pub archived_messages: u64,
     /// The token count before compaction.
     pub tokens_before: u64,
+    /// The token count of the messages that replaced them (marker included).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub tokens_after: u64,
+    /// How many messages at the start of the conversation were kept ahead of the marker (the
+    /// system prompt and the first user request): the model sees them, then the marker.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub head: u64,
+    /// The store key of the archive holding the messages this marker replaces.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub key: Vec<String>,
     /// The summary text.
     #[serde(skip)]
     pub summary: String,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl CompactionMarker {
@@ -55,6 +70,30 @@ impl CompactionMarker {
     }
 }
 
+/// Whether a part's JSON is a provider-native compaction item: Anthropic's `compaction`
+/// content block (`{type: "compaction", content, encrypted_content}`), the same type as an
+/// OpenAI Responses item, or the AI SDK parts that carry them (a part whose
+/// `providerOptions.anthropic.type` is `"compaction"`, a `custom` part of kind
+/// `openai.compaction`). The model sees nothing before the latest one, and nothing may split
+/// it from what follows.
+pub fn is_native_compaction(raw: &Value) -> bool {
+    let ty = raw.get("type").and_then(Value::as_str);
+    if ty == Some("compaction") {
+        return true;
+    }
+    if ty == Some("custom") && raw.get("kind").and_then(Value::as_str) == Some("openai.compaction")
+    {
+        return true;
+    }
+    ["providerOptions", "providerMetadata"].iter().any(|field| {
+        raw.get(*field)
+            .and_then(|o| o.get("anthropic"))
+            .and_then(|a| a.get("type"))
+            .and_then(Value::as_str)
+            == Some("compaction")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -66,6 +105,14 @@ mod tests {
             time: Some("2025-06-01T12:00:00Z".into()),
             archived_messages: 40,
             tokens_before: 123_456,
+            tokens_after: 4_321,
+            head: 2,
+            key: vec![
+                "context-keeper".into(),
+                "s".into(),
+                "archive".into(),
+                "0002".into(),
+            ],
             summary: "Intent: fix the build.\nState: tests pass.".into(),
         };
         let text = marker.to_text();
@@ -75,5 +122,24 @@ mod tests {
             CompactionMarker::from_text("<context-keeper-compaction nope"),
             None
         );
+    }
+
+    #[test]
+    fn native_compaction_items_are_recognised() {
+        use serde_json::json;
+        for yes in [
+            json!({"type": "compaction", "content": "summary", "encrypted_content": "x"}),
+            json!({"type": "custom", "kind": "openai.compaction", "providerOptions": {}}),
+            json!({"type": "text", "text": "s", "providerOptions": {"anthropic": {"type": "compaction"}}}),
+        ] {
+            assert!(is_native_compaction(&yes), "{yes}");
+        }
+        for no in [
+            json!({"type": "text", "text": "compaction"}),
+            json!({"type": "custom", "kind": "other"}),
+            json!("compaction"),
+        ] {
+            assert!(!is_native_compaction(&no), "{no}");
+        }
     }
 }

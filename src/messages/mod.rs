@@ -42,7 +42,7 @@ mod validate;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use compaction::{CompactionMarker, COMPACTION_TAG};
+pub use compaction::{is_native_compaction, CompactionMarker, COMPACTION_TAG};
 pub use detect::{detect_format, FormatVotes};
 pub use error::{ParseError, ParseErrorKind};
 pub use model::{

@@ -1,0 +1,1313 @@
+//! Compaction: older messages are archived and replaced by a summary the host's LLM writes,
+//! and the recent turns stay verbatim.
+//!
+//! Sans-IO, like the tiers: [`plan`] reads the conversation and the session state and returns
+//! a [`CompactPlan`]: the archive saves (the span as JSON and as a Markdown transcript), the
+//! summary request and, when one is due, the memory flush request. The driver performs them
+//! (archive first; the summarizer only once the archive is stored) and hands the outcomes to
+//! [`CompactPlan::finish`], which checks the summary, pins the exact details it lost, and only
+//! then writes the marker in place of the span. On any failure the conversation comes back as
+//! it was, with the reason, and the next call tries again.
+//!
+//! What stays, in order: the leading system messages and the first user request (the task;
+//! unless it alone is over a quarter of the window, when it is summarized with the rest and
+//! its exact details pinned), then the marker, then the recent turns, byte for byte. The cut
+//! never falls inside a tool exchange: a call, its results and the thinking beside it stay on
+//! one side. A provider-native compaction item (Anthropic's `compaction` block, the AI SDK
+//! parts carrying one) is never summarized or split off: the span starts after it.
+//!
+//! Several compactions stack: the span of the next one starts with the previous marker,
+//! whose summary the summarizer is given to fold in. Each is recorded in the session state as
+//! an overlay ([`super::state`]), so that given the full history again the marker is
+//! re-applied without calling the summarizer.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+#[cfg(target_arch = "wasm32")]
+use tsify::Tsify;
+
+use super::facts::{self, Fact};
+use super::flush::{self, FlushOptions, FlushOutcome, FlushReport, FlushRequest};
+use super::state::{chain, Chain, Overlay, SessionState};
+use super::{heuristic, transcript, Measure, Outcome, Save, NAMESPACE};
+use crate::counting::{CountMessagesError, CountMessagesOptions, Counter};
+use crate::messages::{
+    pair_tools, parse_messages_value, CompactionMarker, Conversation, Format, Message,
+    MessagesOptions, PartKind, Role,
+};
+
+/// Assistant turns kept verbatim by default.
+pub const DEFAULT_KEEP_RECENT_TURNS: usize = 5;
+/// The summary's length the summarizer is asked for, in tokens.
+pub const DEFAULT_TARGET_TOKENS: u64 = 2_000;
+/// The transcript handed to the summarizer is cut to about this many tokens.
+pub const DEFAULT_TRANSCRIPT_TOKENS: u64 = 60_000;
+/// Exact details pinned to a summary at most.
+pub const DEFAULT_MAX_PINNED: usize = 40;
+/// The context window assumed when neither the options nor the registry give one.
+const FALLBACK_WINDOW: u64 = 128_000;
+
+/// The summarizer's default prompt; `{targetTokens}` is replaced by the target.
+pub const DEFAULT_PROMPT: &str = "You are summarizing the earlier part of a conversation between a user and an AI assistant, with the assistant's tool calls and their results, so that the assistant can carry on the work without it. The summary replaces those messages: anything it leaves out is gone. Write at most {targetTokens} tokens, in these sections:\n\n1. Intent: what the user asked for and any constraints they set, in their words where the wording matters.\n2. Progress: what has been done so far, in order, and what it showed.\n3. Decisions: the choices made and why; approaches tried and abandoned.\n4. Current state: where the work stands now, what is in progress, errors not yet solved.\n5. Next steps: what remains to be done.\n6. Exact details: file paths, identifiers, URLs, numbers with their units, commands and error messages the work still needs, copied exactly.\n\nIf a previous summary is given, fold it in: the new summary replaces it. Write only the summary, with nothing invented.";
+
+/// Options of a compaction (the summarizer, the store and the timeout are the driver's).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(Tsify))]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct CompactOptions {
+    /// The session: archives and state are kept under it.
+    pub session_id: String,
+    /// Assistant turns kept verbatim (default 5), with the user message that opened the
+    /// oldest of them. Ignored when `keepRecentTokens` is given.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub keep_recent_turns: Option<usize>,
+    /// Keep as many of the latest messages as fit in this many tokens instead (at least the
+    /// last exchange).
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub keep_recent_tokens: Option<u64>,
+    /// The summary's length to ask for, in tokens. Default 2,000.
+    pub target_tokens: u64,
+    /// The summarizer's prompt, replacing [`DEFAULT_PROMPT`] (`{targetTokens}` is replaced).
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub prompt: Option<String>,
+    /// The model the conversation is for: counts use its tokenizer, and its context window
+    /// decides whether the first request is too large to keep.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub model: Option<String>,
+    /// The context window, when the registry's figure for the model is not the one to use.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub context_window: Option<u64>,
+    /// The transcript given to the summarizer is cut to about this many tokens. Default
+    /// 60,000.
+    pub transcript_tokens: u64,
+    /// The time written into the marker, as the host gives it (the core reads no clock).
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub now: Option<String>,
+    /// Exact details pinned to a summary at most. Default 40; 0 pins none.
+    pub max_pinned: usize,
+    /// Whether a memory flush callback is configured: one runs before the summary, once per
+    /// compaction cycle.
+    pub flush: bool,
+    /// The flush's thresholds and prompt.
+    #[serde(flatten)]
+    pub flush_options: FlushOptions,
+}
+
+impl Default for CompactOptions {
+    fn default() -> Self {
+        CompactOptions {
+            session_id: String::new(),
+            keep_recent_turns: None,
+            keep_recent_tokens: None,
+            target_tokens: DEFAULT_TARGET_TOKENS,
+            prompt: None,
+            model: None,
+            context_window: None,
+            transcript_tokens: DEFAULT_TRANSCRIPT_TOKENS,
+            now: None,
+            max_pinned: DEFAULT_MAX_PINNED,
+            flush: false,
+            flush_options: FlushOptions::default(),
+        }
+    }
+}
+
+impl CompactOptions {
+    fn window(&self) -> u64 {
+        self.context_window
+            .or_else(|| {
+                let info = crate::model::model_info(self.model.as_deref()?);
+                info.known.then_some(u64::from(info.context_window))
+            })
+            .unwrap_or(FALLBACK_WINDOW)
+    }
+
+    fn count_options(&self, format: Format) -> CountMessagesOptions {
+        CountMessagesOptions {
+            model: self.model.clone(),
+            format: Some(format),
+            ..CountMessagesOptions::default()
+        }
+    }
+}
+
+/// The store key of a compaction's archive (its JSON; the transcript is the same name with
+/// `.md`).
+pub fn archive_key(session_id: &str, name: &str) -> Vec<String> {
+    vec![
+        NAMESPACE.to_owned(),
+        session_id.to_owned(),
+        "archive".to_owned(),
+        name.to_owned(),
+    ]
+}
+
+/// The prefix of a session's archives.
+pub fn archive_prefix(session_id: &str) -> Vec<String> {
+    vec![
+        NAMESPACE.to_owned(),
+        session_id.to_owned(),
+        "archive".to_owned(),
+    ]
+}
+
+/// What the summarizer is given.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(target_arch = "wasm32", derive(Tsify))]
+#[serde(rename_all = "camelCase")]
+pub struct SummaryRequest {
+    /// The messages to summarize, in the conversation's format.
+    #[cfg_attr(target_arch = "wasm32", tsify(type = "unknown[]"))]
+    pub messages: Vec<Value>,
+    /// The summary they follow (the previous marker's), to fold in.
+    pub previous_summary: Option<String>,
+    /// The prompt.
+    pub prompt: String,
+    /// The summary's length to aim for.
+    pub target_tokens: u64,
+    /// The messages as a readable transcript, cut to the transcript budget.
+    pub transcript: String,
+}
+
+/// The archive as stored (JSON).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ArchiveRecord {
+    /// 1.
+    pub version: u32,
+    /// The compaction's number.
+    pub number: u32,
+    /// The messages' format.
+    pub format: Format,
+    /// The key of the previous compaction's archive, whose messages come before these.
+    pub previous: Option<Vec<String>>,
+    /// The archived messages, as they were.
+    pub messages: Vec<Value>,
+}
+
+/// A marker as the driver returns it: its header and its summary.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(Tsify))]
+#[serde(rename_all = "camelCase")]
+pub struct MarkerInfo {
+    /// 1 for the session's first compaction, then 2, 3...
+    pub number: u32,
+    /// The time the host gave.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub time: Option<String>,
+    /// The summary (with its pinned details).
+    pub summary: String,
+    /// Messages of the full history the marker stands for (all compactions so far).
+    pub archived_messages: u64,
+    /// The count before this compaction.
+    pub tokens_before: u64,
+    /// The count after it (to within a token: the marker holds the figure).
+    pub tokens_after: u64,
+    /// Messages kept ahead of the marker.
+    pub head: u64,
+    /// The archive's key.
+    pub key: Vec<String>,
+}
+
+impl From<&CompactionMarker> for MarkerInfo {
+    fn from(m: &CompactionMarker) -> Self {
+        MarkerInfo {
+            number: m.number,
+            time: m.time.clone(),
+            summary: m.summary.clone(),
+            archived_messages: m.archived_messages,
+            tokens_before: m.tokens_before,
+            tokens_after: m.tokens_after,
+            head: m.head,
+            key: m.key.clone(),
+        }
+    }
+}
+
+/// What became of a compaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(Tsify))]
+#[serde(rename_all = "camelCase")]
+pub enum CompactOutcome {
+    /// A new marker replaced a span.
+    Compacted,
+    /// A stored compaction was re-applied to the full history; nothing else was due.
+    Reapplied,
+    /// Nothing to compact (`reason` says why).
+    Unchanged,
+    /// The compaction failed (`phase` and `reason` say where and why): the messages are as
+    /// they were, and the next call tries again.
+    Failed,
+}
+
+/// Where a compaction failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(Tsify))]
+#[serde(rename_all = "camelCase")]
+pub enum Phase {
+    /// Storing the archive.
+    Archive,
+    /// Calling the summarizer.
+    Summarize,
+    /// The summary did not pass the checks.
+    Check,
+}
+
+/// A span of messages, by index in the input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(Tsify))]
+#[serde(rename_all = "camelCase")]
+pub struct Span {
+    /// The first message.
+    pub from: usize,
+    /// One past the last.
+    pub to: usize,
+}
+
+/// An archive write that failed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(Tsify))]
+#[serde(rename_all = "camelCase")]
+pub struct SaveFailure {
+    /// The key.
+    pub key: Vec<String>,
+    /// Why.
+    pub reason: String,
+}
+
+/// What a compaction did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[cfg_attr(target_arch = "wasm32", derive(Tsify))]
+#[serde(rename_all = "camelCase")]
+pub struct CompactReport {
+    /// What became of it.
+    pub outcome: CompactOutcome,
+    /// Why nothing changed, or why it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub reason: Option<String>,
+    /// Where it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub phase: Option<Phase>,
+    /// The number of a stored compaction re-applied to the full history.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub reapplied: Option<u32>,
+    /// The messages of the input the new marker replaces (the previous marker among them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub span: Option<Span>,
+    /// The count before.
+    pub tokens_before: u64,
+    /// The count after (the count before when nothing changed).
+    pub tokens_after: u64,
+    /// What the replaced messages counted.
+    pub replaced_tokens: u64,
+    /// What the summary counts, pinned details included.
+    pub summary_tokens: u64,
+    /// Whether the summary is the built-in heuristic one (no summarizer was given).
+    pub heuristic: bool,
+    /// The exact details the summary lost and that were appended to it.
+    pub pinned: Vec<Fact>,
+    /// Whether the first request was summarized with the rest (it alone was over a quarter
+    /// of the window).
+    pub first_request_summarized: bool,
+    /// Whether the token figures are estimates.
+    pub estimated: bool,
+    /// Archive writes that failed.
+    pub failures: Vec<SaveFailure>,
+    /// The memory flush, when one ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub flush: Option<FlushReport>,
+}
+
+impl CompactReport {
+    fn unchanged(outcome: CompactOutcome, reason: Option<String>, tokens: u64) -> Self {
+        CompactReport {
+            outcome,
+            reason,
+            phase: None,
+            reapplied: None,
+            span: None,
+            tokens_before: tokens,
+            tokens_after: tokens,
+            replaced_tokens: 0,
+            summary_tokens: 0,
+            heuristic: false,
+            pinned: Vec::new(),
+            first_request_summarized: false,
+            estimated: true,
+            failures: Vec::new(),
+            flush: None,
+        }
+    }
+}
+
+/// A compaction's result.
+#[derive(Clone, Debug)]
+pub struct Compacted {
+    /// The conversation to send.
+    pub conversation: Conversation,
+    /// For each of its messages, the index of the input message it is (untouched), or
+    /// `None` for the marker.
+    pub origin: Vec<Option<usize>>,
+    /// The marker the conversation holds now (new, re-applied, or the input's own), if any.
+    pub marker: Option<MarkerInfo>,
+    /// What was done.
+    pub report: CompactReport,
+    /// The session state to store, when it changed.
+    pub state: Option<SessionState>,
+}
+
+/// How the summarizer went, as the driver saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SummaryOutcome {
+    /// It returned this text.
+    Text(String),
+    /// It threw, rejected, timed out or returned something that is not text.
+    Failed(String),
+    /// No summarizer is configured: the built-in heuristic summary stands in.
+    Heuristic,
+    /// It was not called (the archive was not stored).
+    NotCalled,
+}
+
+/// The compaction work found in a conversation.
+#[derive(Clone, Debug)]
+struct Work {
+    /// Where the span starts (after the head, or at the previous marker).
+    start: usize,
+    /// Messages kept untouched ahead of the marker: it replaces `head..split`.
+    head: usize,
+    /// How the marker message is written.
+    shape: MarkerShape,
+    /// The blocks the marker message holds ahead of the marker ([`MarkerShape::AfterBlocks`]).
+    lead: Vec<Value>,
+    /// The first request, where it is.
+    first_request: Option<usize>,
+    /// Where the recent messages start.
+    split: usize,
+    /// The previous marker (ours) at `start`, if the span begins with one.
+    previous: Option<CompactionMarker>,
+    /// The first request, when it is summarized with the span.
+    first_summarized: Option<usize>,
+}
+
+/// A compaction, planned.
+#[derive(Clone, Debug)]
+pub struct CompactPlan {
+    conversation: Conversation,
+    origin: Vec<Option<usize>>,
+    options: CompactOptions,
+    state: SessionState,
+    state_changed: bool,
+    reapplied: Option<u32>,
+    per_message: Vec<u64>,
+    total: u64,
+    estimated: bool,
+    work: Option<Work>,
+    reason: Option<String>,
+    saves: Vec<Save>,
+    request: Option<SummaryRequest>,
+    flush: Option<FlushRequest>,
+    number: u32,
+    name: String,
+    chain_end: Option<Chain>,
+    end: u64,
+    archived: u64,
+}
+
+/// Why a compaction cannot be planned.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CompactError {
+    /// The conversation cannot be counted (a bad option or request field).
+    #[error(transparent)]
+    Count(#[from] CountMessagesError),
+    /// An option is out of range.
+    #[error("{path}: {reason}")]
+    Options {
+        /// The option.
+        path: &'static str,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Our marker, when `message` holds one: its last part. (Anthropic's strict role order makes
+/// the marker a block after the first request's own blocks when the recent turns start with
+/// the assistant; see [`MarkerShape`].)
+pub fn marker_of(message: &Message) -> Option<CompactionMarker> {
+    message.parts().last()?.compaction_marker()
+}
+
+/// How the marker message is written, so that the roles around it are in an order the
+/// conversation's provider accepts. Only Anthropic requires alternating roles (the validator's
+/// `roleOrder`); elsewhere the marker is always a user message of its own.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum MarkerShape {
+    #[default]
+    /// A user message of its own.
+    User,
+    /// An assistant message of its own: between two user messages.
+    Assistant,
+    /// The message before it is a user message (the first request) and the recent turns start
+    /// with the assistant: one user message holding that message's blocks, verbatim, then the
+    /// marker's block.
+    AfterBlocks,
+}
+
+fn marker_shape(format: Format, prev: Option<Role>, next: Option<Role>) -> Option<MarkerShape> {
+    if format != Format::Anthropic {
+        return Some(MarkerShape::User);
+    }
+    match (prev, next) {
+        (Some(Role::User), Some(Role::User)) => Some(MarkerShape::Assistant),
+        (Some(Role::User), _) => Some(MarkerShape::AfterBlocks),
+        (_, Some(Role::User)) => None,
+        _ => Some(MarkerShape::User),
+    }
+}
+
+/// Whether `message` holds a provider-native compaction item.
+pub fn is_native_marker(message: &Message) -> bool {
+    message
+        .parts()
+        .iter()
+        .any(|p| crate::messages::is_native_compaction(p.raw()))
+}
+
+/// The messages the model sees: the leading system messages (and, before our marker, the
+/// messages it says were kept ahead of it), then everything from the latest marker on, ours
+/// or the provider's. Indices into `conv`.
+pub fn active_indices(conv: &Conversation) -> Vec<usize> {
+    let messages = conv.messages();
+    let latest = messages.iter().enumerate().rev().find_map(|(i, m)| {
+        if let Some(marker) = marker_of(m) {
+            Some((i, usize::try_from(marker.head).unwrap_or(0).min(i)))
+        } else {
+            is_native_marker(m).then_some((i, 0))
+        }
+    });
+    let Some((at, head)) = latest else {
+        return (0..messages.len()).collect();
+    };
+    let systems = messages
+        .iter()
+        .take_while(|m| m.role() == Role::System)
+        .count()
+        .min(at);
+    (0..systems.max(head)).chain(at..messages.len()).collect()
+}
+
+/// Whether a user message carries tool results (it then belongs to an exchange).
+fn has_results(message: &Message) -> bool {
+    message
+        .parts()
+        .iter()
+        .any(|p| p.kind() == PartKind::ToolResult)
+}
+
+/// For each boundary `s` (0..=len: messages `..s` and `s..`), whether a cut there leaves
+/// every tool exchange whole.
+fn allowed_cuts(conv: &Conversation) -> Vec<bool> {
+    let n = conv.messages().len();
+    let mut allowed = vec![true; n + 1];
+    for exchange in &pair_tools(conv).exchanges {
+        let last = exchange
+            .calls
+            .iter()
+            .filter_map(|c| c.result.map(|r| r.message))
+            .max()
+            .unwrap_or(exchange.message)
+            .max(exchange.message);
+        for slot in allowed.iter_mut().take(last + 1).skip(exchange.message + 1) {
+            *slot = false;
+        }
+    }
+    allowed
+}
+
+/// Plans a compaction of `conv`, given the session's stored state.
+///
+/// # Errors
+/// A conversation that cannot be counted with these options (say, a request object's bad
+/// `tools`), or a `keepRecentTurns` of 0.
+pub fn plan(
+    conv: Conversation,
+    options: &CompactOptions,
+    state: SessionState,
+    counter: &mut Counter,
+) -> Result<CompactPlan, CompactError> {
+    if options.keep_recent_turns == Some(0) && options.keep_recent_tokens.is_none() {
+        return Err(CompactError::Options {
+            path: "options.keepRecentTurns",
+            reason: "expected at least 1 (the latest turn always stays)".to_owned(),
+        });
+    }
+    let origin: Vec<Option<usize>> = (0..conv.messages().len()).map(Some).collect();
+    let (conversation, origin, reapplied) = match reapply(&conv, &state) {
+        Some((c, o, n)) => (c, o, Some(n)),
+        None => (conv, origin, None),
+    };
+    let count = counter.count(&conversation, &options.count_options(conversation.format()))?;
+    let mut plan = CompactPlan {
+        per_message: count.per_message.clone(),
+        total: count.total,
+        estimated: !count.exact,
+        conversation,
+        origin,
+        options: options.clone(),
+        state,
+        state_changed: false,
+        reapplied,
+        work: None,
+        reason: None,
+        saves: Vec::new(),
+        request: None,
+        flush: None,
+        number: 0,
+        name: String::new(),
+        chain_end: None,
+        end: 0,
+        archived: 0,
+    };
+    plan.locate(counter)?;
+    Ok(plan)
+}
+
+/// Re-applies the latest stored compaction whose span the full history `conv` still holds
+/// (same messages, by chain hash): the conversation with the marker in place of the span.
+fn reapply(
+    conv: &Conversation,
+    state: &SessionState,
+) -> Option<(Conversation, Vec<Option<usize>>, u32)> {
+    let messages = conv.messages();
+    if state.compactions.is_empty() || messages.iter().any(|m| marker_of(m).is_some()) {
+        return None;
+    }
+    for overlay in state.compactions.iter().rev() {
+        let head = usize::try_from(overlay.marker.head).ok()?;
+        let end = usize::try_from(overlay.end).ok()?;
+        let stored = overlay.chain.as_deref().and_then(Chain::from_hex)?;
+        if end > messages.len() || head > end {
+            continue;
+        }
+        if chain(Chain::default(), messages.get(head..end)?) != stored {
+            continue;
+        }
+        let mut marker = overlay.marker.clone();
+        marker.summary = overlay.summary.clone();
+        let lead = match overlay.shape {
+            MarkerShape::AfterBlocks => messages.get(head).map(blocks_of).unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        let marker_message = marker_message(conv, &marker, overlay.shape, &lead)?;
+        let mut out = conv.clone();
+        let list = out.messages_mut();
+        list.splice(head..end, std::iter::once(marker_message));
+        let origin = (0..head)
+            .map(Some)
+            .chain(std::iter::once(None))
+            .chain((end..messages.len()).map(Some))
+            .collect();
+        return Some((out, origin, overlay.marker.number));
+    }
+    None
+}
+
+/// The marker as a message of `conv`'s format that its provider accepts where it goes: a
+/// user message (a `UIMessage` with an id when the conversation holds those), or for
+/// Anthropic an assistant message or `lead` blocks then the marker's ([`MarkerShape`]).
+fn marker_message(
+    conv: &Conversation,
+    marker: &CompactionMarker,
+    shape: MarkerShape,
+    lead: &[Value],
+) -> Option<Message> {
+    let format = conv.format();
+    let text = json!({"type": "text", "text": marker.to_text()});
+    let value = match shape {
+        MarkerShape::User if !conv.messages().iter().any(Message::is_ui_message) => {
+            return Some(Message::compaction(format, marker));
+        }
+        MarkerShape::User => json!([{
+            "id": format!("context-keeper-compaction-{}", marker.number),
+            "role": "user",
+            "parts": [text],
+        }]),
+        MarkerShape::Assistant => json!([{"role": "assistant", "content": [text]}]),
+        MarkerShape::AfterBlocks => {
+            let mut blocks = lead.to_vec();
+            blocks.push(text);
+            json!([{"role": "user", "content": blocks}])
+        }
+    };
+    let options = MessagesOptions {
+        format: Some(format),
+        allow_pending_calls: true,
+    };
+    let (_, mut list) = parse_messages_value(value, &options).ok()?.split_messages();
+    list.pop()
+}
+
+/// A message's content as blocks (a string content is one text block), to write them again
+/// in a marker message ([`MarkerShape::AfterBlocks`]).
+fn blocks_of(message: &Message) -> Vec<Value> {
+    match message.to_value().get("content") {
+        Some(Value::Array(items)) => items.clone(),
+        Some(Value::String(text)) => vec![json!({"type": "text", "text": text})],
+        _ => Vec::new(),
+    }
+}
+
+fn sum(counts: &[u64], from: usize, to: usize) -> u64 {
+    counts.get(from..to).map_or(0, |c| c.iter().sum())
+}
+
+impl CompactPlan {
+    /// Finds the head, the span and the split, and prepares the saves and the requests.
+    fn locate(&mut self, counter: &mut Counter) -> Result<(), CompactError> {
+        let messages = self.conversation.messages();
+        let n = messages.len();
+        let window = self.options.window();
+        // the latest marker, ours or the provider's: the span starts after it
+        let mut previous = None;
+        let mut first_summarized = None;
+        let latest = messages
+            .iter()
+            .enumerate()
+            .rev()
+            .find(|(_, m)| marker_of(m).is_some() || is_native_marker(m));
+        let (head, start) = match latest {
+            Some((at, m)) => match marker_of(m) {
+                Some(marker) => {
+                    previous = Some(marker);
+                    (at, at)
+                }
+                None => (at + 1, at + 1),
+            },
+            None => {
+                let systems = messages
+                    .iter()
+                    .take_while(|m| m.role() == Role::System)
+                    .count();
+                let mut head = systems;
+                if let Some(first) = messages.get(systems) {
+                    if first.role() == Role::User && !has_results(first) {
+                        let tokens = self.per_message.get(systems).copied().unwrap_or(0);
+                        if tokens.saturating_mul(4) > window {
+                            first_summarized = Some(systems);
+                        } else {
+                            head = systems + 1;
+                        }
+                    }
+                }
+                (head, head)
+            }
+        };
+        let _ = head;
+        let mut split = self.split(start);
+        let body_start = start + usize::from(previous.is_some());
+        if split <= body_start {
+            self.reason = Some(if n == 0 {
+                "the conversation is empty".to_owned()
+            } else {
+                "nothing to compact: every message after the kept head is among the recent turns"
+                    .to_owned()
+            });
+            return Ok(());
+        }
+        // the marker's shape, and the messages it replaces
+        let format = self.conversation.format();
+        let role = |i: usize| messages.get(i).map(Message::role);
+        let previous_lead = match (&previous, messages.get(start)) {
+            (Some(_), Some(m)) if m.parts().len() > 1 => {
+                let mut blocks = blocks_of(m);
+                blocks.pop();
+                blocks
+            }
+            _ => Vec::new(),
+        };
+        let allowed = allowed_cuts(&self.conversation);
+        let (head, shape, lead) = if previous_lead.is_empty() {
+            let before = start.checked_sub(1);
+            let found = (split..n).find_map(|s| {
+                let ok = allowed.get(s).copied().unwrap_or(false);
+                let shape = marker_shape(format, before.and_then(role), role(s));
+                ok.then_some(shape).flatten().map(|shape| (s, shape))
+            });
+            let Some((s, shape)) = found else {
+                self.reason = Some(
+                    "nothing to compact: no cut leaves the roles alternating as Anthropic requires"
+                        .to_owned(),
+                );
+                return Ok(());
+            };
+            split = s;
+            match (shape, before) {
+                (MarkerShape::AfterBlocks, Some(b)) => {
+                    (b, shape, messages.get(b).map(blocks_of).unwrap_or_default())
+                }
+                _ => (start, shape, Vec::new()),
+            }
+        } else {
+            (start, MarkerShape::AfterBlocks, previous_lead)
+        };
+        let first_request = messages
+            .iter()
+            .position(|m| m.role() != Role::System)
+            .filter(|&i| {
+                messages
+                    .get(i)
+                    .is_some_and(|m| m.role() == Role::User && !has_results(m))
+            });
+        let work = Work {
+            start,
+            head,
+            shape,
+            lead,
+            first_request,
+            split,
+            previous,
+            first_summarized,
+        };
+        self.prepare(&work, counter)?;
+        self.work = Some(work);
+        Ok(())
+    }
+
+    /// Where the recent messages start, at or after `start`.
+    fn split(&self, start: usize) -> usize {
+        let messages = self.conversation.messages();
+        let n = messages.len();
+        let allowed = allowed_cuts(&self.conversation);
+        let ok = |s: usize| allowed.get(s).copied().unwrap_or(false);
+        // the latest cut that keeps at least the last message (and its exchange)
+        let Some(last_cut) = (start..n).rev().find(|&s| ok(s)) else {
+            return start;
+        };
+        let wanted = match self.options.keep_recent_tokens {
+            Some(budget) => {
+                let mut kept = 0u64;
+                let mut s = n;
+                for i in (start..n).rev() {
+                    let t = self.per_message.get(i).copied().unwrap_or(0);
+                    if kept + t > budget {
+                        break;
+                    }
+                    kept += t;
+                    s = i;
+                }
+                // keeping less is what a token budget means: the next cut after
+                (s..=n).find(|&c| ok(c)).unwrap_or(last_cut)
+            }
+            None => {
+                let keep = self
+                    .options
+                    .keep_recent_turns
+                    .unwrap_or(DEFAULT_KEEP_RECENT_TURNS);
+                let assistants: Vec<usize> = (start..n)
+                    .filter(|&i| messages.get(i).is_some_and(|m| m.role() == Role::Assistant))
+                    .collect();
+                let Some(&turn) = assistants
+                    .len()
+                    .checked_sub(keep)
+                    .and_then(|k| assistants.get(k))
+                else {
+                    return start;
+                };
+                // the user message that opened the turn stays with it
+                let mut s = turn;
+                if s > start
+                    && messages
+                        .get(s - 1)
+                        .is_some_and(|m| m.role() == Role::User && !has_results(m))
+                {
+                    s -= 1;
+                }
+                // keeping a turn whole is what a turn count means: the cut before
+                (start..=s).rev().find(|&c| ok(c)).unwrap_or(start)
+            }
+        };
+        wanted.min(last_cut)
+    }
+
+    /// The archive, the summary request and the flush request for `work`.
+    fn prepare(&mut self, work: &Work, _counter: &mut Counter) -> Result<(), CompactError> {
+        let messages = self.conversation.messages();
+        let body_start = work.start + usize::from(work.previous.is_some());
+        let span = messages.get(body_start..work.split).unwrap_or_default();
+        let format = self.conversation.format();
+        self.number = work
+            .previous
+            .as_ref()
+            .map_or(0, |m| m.number)
+            .max(self.state.last_number())
+            + 1;
+        // where the replaced messages sit in the full history (`head..end`), and the chain
+        // over them that recognises them there
+        let span_chain = chain(Chain::default(), span);
+        match &work.previous {
+            Some(prev) => {
+                let overlay = self.state.overlay(prev.number);
+                let known = overlay
+                    .filter(|_| work.head == work.start)
+                    .and_then(|o| o.chain.as_deref())
+                    .and_then(Chain::from_hex);
+                let prev_end = overlay.map_or(prev.head + prev.archived_messages, |o| o.end);
+                self.chain_end = known.map(|c| chain(c, span));
+                self.end = prev_end + span.len() as u64;
+                self.archived = prev.archived_messages + span.len() as u64;
+            }
+            None => {
+                let replaced = messages.get(work.head..work.split).unwrap_or_default();
+                self.chain_end = Some(chain(Chain::default(), replaced));
+                self.end = work.split as u64;
+                self.archived = span.len() as u64;
+            }
+        }
+        self.name = format!(
+            "{:04}-{}",
+            self.number,
+            span_chain.to_hex().get(..16).unwrap_or_default()
+        );
+        let key = archive_key(&self.options.session_id, &self.name);
+        let record = ArchiveRecord {
+            version: 1,
+            number: self.number,
+            format,
+            previous: work.previous.as_ref().map(|p| p.key.clone()),
+            messages: span.iter().map(Message::to_value).collect(),
+        };
+        let markdown = transcript::render(span, body_start, None);
+        self.saves = vec![
+            Save {
+                key: key.clone(),
+                bytes: serde_json::to_vec(&record).unwrap_or_default(),
+            },
+            Save {
+                key: archive_key(&self.options.session_id, &format!("{}.md", self.name)),
+                bytes: markdown.into_bytes(),
+            },
+        ];
+        let budget =
+            usize::try_from(self.options.transcript_tokens.saturating_mul(4)).unwrap_or(usize::MAX);
+        let prompt = self
+            .options
+            .prompt
+            .as_deref()
+            .unwrap_or(DEFAULT_PROMPT)
+            .replace("{targetTokens}", &self.options.target_tokens.to_string());
+        self.request = Some(SummaryRequest {
+            messages: record.messages,
+            previous_summary: work.previous.as_ref().map(|p| p.summary.clone()),
+            prompt,
+            target_tokens: self.options.target_tokens,
+            transcript: transcript::render(span, body_start, Some(budget)),
+        });
+        if self.options.flush {
+            self.flush = flush::request(
+                &self.options.flush_options,
+                &self.state,
+                self.total,
+                self.options.window(),
+                true,
+            );
+        }
+        Ok(())
+    }
+
+    /// The saves to make before the summarizer is called: the archive's JSON and transcript.
+    pub fn saves(&self) -> &[Save] {
+        &self.saves
+    }
+
+    /// What to ask the summarizer, when there is something to compact.
+    pub fn summary_request(&self) -> Option<&SummaryRequest> {
+        self.request.as_ref()
+    }
+
+    /// The memory flush to run first, when one is due this cycle.
+    pub fn flush_request(&self) -> Option<&FlushRequest> {
+        self.flush.as_ref()
+    }
+
+    /// Whether anything is to be done (saves and a summary).
+    pub fn has_work(&self) -> bool {
+        self.work.is_some()
+    }
+
+    /// Applies the compaction: checks the summary and writes the marker, or hands the
+    /// conversation back as it was with the reason. `archive` holds one outcome per save.
+    pub fn finish(
+        mut self,
+        archive: &[Outcome],
+        summary: SummaryOutcome,
+        flushed: Option<FlushOutcome>,
+    ) -> Compacted {
+        let flush = match (self.flush.take(), flushed) {
+            (Some(request), Some(outcome)) => {
+                self.state_changed = true;
+                Some(flush::record(&request, outcome, &mut self.state))
+            }
+            _ => None,
+        };
+        let Some(work) = self.work.take() else {
+            return self.unchanged(flush);
+        };
+        let failures: Vec<SaveFailure> = self
+            .saves
+            .iter()
+            .enumerate()
+            .filter_map(|(i, save)| match archive.get(i) {
+                Some(Outcome::Saved) => None,
+                Some(Outcome::Failed(reason)) => Some(SaveFailure {
+                    key: save.key.clone(),
+                    reason: reason.clone(),
+                }),
+                None => Some(SaveFailure {
+                    key: save.key.clone(),
+                    reason: "the save has no outcome".to_owned(),
+                }),
+            })
+            .collect();
+        if !failures.is_empty() {
+            let reason = format!(
+                "the archive could not be stored ({}); nothing was replaced",
+                failures.first().map_or("", |f| f.reason.as_str())
+            );
+            let mut out = self.failed(Phase::Archive, reason, flush);
+            out.report.failures = failures;
+            return out;
+        }
+        let measure = Measure::for_model(self.options.model.as_deref());
+        let messages = self.conversation.messages();
+        let body_start = work.start + usize::from(work.previous.is_some());
+        let span = messages.get(body_start..work.split).unwrap_or_default();
+        let replaced = sum(&self.per_message, work.head, work.split);
+        let previous_summary = work.previous.as_ref().map(|p| p.summary.as_str());
+        let first_request = work
+            .first_request
+            .and_then(|i| messages.get(i))
+            .and_then(|m| m.parts().first())
+            .filter(|p| p.kind() == PartKind::Text)
+            .and_then(|p| p.text());
+        let (text, heuristic) = match summary {
+            SummaryOutcome::Text(text) => (text, false),
+            SummaryOutcome::Heuristic => {
+                let budget = usize::try_from(self.options.target_tokens.saturating_mul(4))
+                    .unwrap_or(usize::MAX);
+                (
+                    heuristic::heuristic_summary(span, first_request, previous_summary, budget),
+                    true,
+                )
+            }
+            SummaryOutcome::Failed(reason) => {
+                return self.failed(Phase::Summarize, reason, flush);
+            }
+            SummaryOutcome::NotCalled => {
+                return self.failed(
+                    Phase::Summarize,
+                    "the summarizer was not called".to_owned(),
+                    flush,
+                );
+            }
+        };
+        let text = text.trim().to_owned();
+        if let Err(reason) = check_summary(&text, replaced, &measure) {
+            return self.failed(Phase::Check, reason, flush);
+        }
+        // pin what the summary lost and the work still names
+        let span_texts: Vec<String> = span
+            .iter()
+            .flat_map(|m| facts::message_texts(m).into_iter().map(|t| t.into_owned()))
+            .chain(previous_summary.map(str::to_owned))
+            .collect();
+        let keep_texts: Vec<String> = messages
+            .get(work.split..)
+            .unwrap_or_default()
+            .iter()
+            .flat_map(|m| facts::message_texts(m).into_iter().map(|t| t.into_owned()))
+            .chain(first_request.map(str::to_owned))
+            .collect();
+        let span_refs: Vec<&str> = span_texts.iter().map(String::as_str).collect();
+        let keep_refs: Vec<&str> = keep_texts.iter().map(String::as_str).collect();
+        let mut pinned =
+            facts::missing_facts(&span_refs, &keep_refs, &text, self.options.max_pinned);
+        let mut summary = facts::pin(&text, &pinned);
+        while !pinned.is_empty() && measure.tokens(&summary) >= replaced {
+            pinned.pop();
+            summary = facts::pin(&text, &pinned);
+        }
+        // the marker, and the conversation with it in place of the span
+        let mut marker = CompactionMarker {
+            number: self.number,
+            time: self.options.now.clone(),
+            archived_messages: self.archived,
+            tokens_before: self.total,
+            tokens_after: self.total,
+            head: work.head as u64,
+            key: archive_key(&self.options.session_id, &self.name),
+            summary,
+        };
+        let Some(probe) = marker_message(&self.conversation, &marker, work.shape, &work.lead)
+        else {
+            return self.failed(
+                Phase::Check,
+                "the marker could not be written in this format".to_owned(),
+                flush,
+            );
+        };
+        let marker_tokens = single_count(&probe, &self.conversation, &self.options, &measure);
+        marker.tokens_after = self.total.saturating_sub(replaced) + marker_tokens;
+        let Some(marker_msg) = marker_message(&self.conversation, &marker, work.shape, &work.lead)
+        else {
+            return self.failed(
+                Phase::Check,
+                "the marker could not be written in this format".to_owned(),
+                flush,
+            );
+        };
+        let summary_tokens = measure.tokens(&marker.summary);
+        let mut conversation = self.conversation;
+        conversation
+            .messages_mut()
+            .splice(work.head..work.split, std::iter::once(marker_msg));
+        let origin: Vec<Option<usize>> = self
+            .origin
+            .get(..work.head)
+            .unwrap_or_default()
+            .iter()
+            .copied()
+            .chain(std::iter::once(None))
+            .chain(
+                self.origin
+                    .get(work.split..)
+                    .unwrap_or_default()
+                    .iter()
+                    .copied(),
+            )
+            .collect();
+        let span_in_input = Span {
+            from: input_index(&self.origin, work.head, true),
+            to: input_index(&self.origin, work.split, false),
+        };
+        self.state.push(Overlay {
+            marker: CompactionMarker {
+                summary: String::new(),
+                ..marker.clone()
+            },
+            summary: marker.summary.clone(),
+            shape: work.shape,
+            end: self.end,
+            chain: self.chain_end.map(Chain::to_hex),
+        });
+        let report = CompactReport {
+            outcome: CompactOutcome::Compacted,
+            reason: None,
+            phase: None,
+            reapplied: self.reapplied,
+            span: Some(span_in_input),
+            tokens_before: self.total,
+            tokens_after: marker.tokens_after,
+            replaced_tokens: replaced,
+            summary_tokens,
+            heuristic,
+            pinned: std::mem::take(&mut pinned),
+            first_request_summarized: work.first_summarized.is_some(),
+            estimated: self.estimated,
+            failures: Vec::new(),
+            flush,
+        };
+        Compacted {
+            conversation,
+            origin,
+            marker: Some(MarkerInfo::from(&marker)),
+            report,
+            state: Some(self.state),
+        }
+    }
+
+    /// The conversation as planned (with a re-applied compaction, if any), unchanged.
+    fn unchanged(self, flush: Option<FlushReport>) -> Compacted {
+        let outcome = if self.reapplied.is_some() {
+            CompactOutcome::Reapplied
+        } else {
+            CompactOutcome::Unchanged
+        };
+        let mut report = CompactReport::unchanged(outcome, self.reason.clone(), self.total);
+        report.reapplied = self.reapplied;
+        report.estimated = self.estimated;
+        report.flush = flush;
+        let marker = self
+            .conversation
+            .messages()
+            .iter()
+            .rev()
+            .find_map(marker_of)
+            .map(|m| MarkerInfo::from(&m));
+        Compacted {
+            state: self.state_changed.then_some(self.state),
+            conversation: self.conversation,
+            origin: self.origin,
+            marker,
+            report,
+        }
+    }
+
+    /// A failure: the conversation as planned (a re-applied compaction stays: it is the
+    /// stored summary of the same messages), the reason, and the flush if one ran.
+    fn failed(self, phase: Phase, reason: String, flush: Option<FlushReport>) -> Compacted {
+        let mut out = self.unchanged(flush);
+        out.report.outcome = CompactOutcome::Failed;
+        out.report.phase = Some(phase);
+        out.report.reason = Some(reason);
+        out
+    }
+}
+
+/// The input index of planned message `at` (or the nearest kept one, forward or back).
+fn input_index(origin: &[Option<usize>], at: usize, from: bool) -> usize {
+    if from {
+        origin
+            .get(at..)
+            .unwrap_or_default()
+            .iter()
+            .flatten()
+            .next()
+            .copied()
+            .unwrap_or(origin.len())
+    } else {
+        origin
+            .get(at..)
+            .unwrap_or_default()
+            .iter()
+            .flatten()
+            .next()
+            .copied()
+            .unwrap_or_else(|| origin.iter().flatten().max().map_or(0, |m| m + 1))
+    }
+}
+
+/// The tokens of one message as it would be counted in `conv` (framing included).
+fn single_count(
+    message: &Message,
+    conv: &Conversation,
+    options: &CompactOptions,
+    measure: &Measure,
+) -> u64 {
+    let value = Value::Array(vec![message.to_value()]);
+    let parse = MessagesOptions {
+        format: Some(conv.format()),
+        allow_pending_calls: true,
+    };
+    let counted = parse_messages_value(value, &parse).ok().and_then(|c| {
+        let mut counter = Counter::with_capacity(4);
+        counter
+            .count(&c, &options.count_options(conv.format()))
+            .ok()
+    });
+    match counted {
+        Some(count) => count.per_message.first().copied().unwrap_or(0),
+        None => measure.tokens(&marker_of(message).map(|m| m.to_text()).unwrap_or_default()),
+    }
+}
+
+/// Checks a summary before it replaces anything: not empty, not an error message, shorter
+/// than what it replaces.
+pub fn check_summary(text: &str, replaced: u64, measure: &Measure) -> Result<u64, String> {
+    if text.trim().is_empty() {
+        return Err("the summary is empty".to_owned());
+    }
+    if let Some(what) = looks_like_error(text) {
+        return Err(format!(
+            "the summary looks like {what}, not a summary: {:?}",
+            text.chars().take(120).collect::<String>()
+        ));
+    }
+    let tokens = measure.tokens(text);
+    if tokens >= replaced {
+        return Err(format!(
+            "the summary ({tokens} tokens) is not shorter than what it replaces ({replaced} tokens)"
+        ));
+    }
+    Ok(tokens)
+}
+
+/// What an error text looks like, when `text` is one: an exception or an API error
+/// returned in place of a summary (langchain #38867 saved one as the summary).
+fn looks_like_error(text: &str) -> Option<&'static str> {
+    let t = text.trim_start();
+    let head: String = t.chars().take(400).collect::<String>().to_lowercase();
+    // a JSON error body: {"error": ...} or {"type": "error", ...}
+    if head.starts_with('{') {
+        if let Ok(Value::Object(map)) = serde_json::from_str::<Value>(t) {
+            if map.contains_key("error") || map.get("type").and_then(Value::as_str) == Some("error")
+            {
+                return Some("an API error body");
+            }
+        }
+    }
+    const STARTS: &[(&str, &str)] = &[
+        ("traceback (most recent call last)", "a Python traceback"),
+        ("error:", "an error message"),
+        ("error ", "an error message"),
+        ("exception:", "an exception"),
+        ("uncaught ", "an exception"),
+        ("typeerror:", "an exception"),
+        ("referenceerror:", "an exception"),
+        ("syntaxerror:", "an exception"),
+        ("rangeerror:", "an exception"),
+        ("apierror", "an API error"),
+        ("api error", "an API error"),
+        ("<!doctype html", "an HTML error page"),
+        ("<html", "an HTML error page"),
+        ("internal server error", "an HTTP error"),
+        ("bad gateway", "an HTTP error"),
+        ("service unavailable", "an HTTP error"),
+        ("gateway timeout", "an HTTP error"),
+        ("too many requests", "an HTTP error"),
+        ("request failed", "an HTTP error"),
+        ("i'm sorry, but i can", "a refusal"),
+        ("i’m sorry, but i can", "a refusal"),
+        ("i cannot help", "a refusal"),
+        ("i can't help", "a refusal"),
+    ];
+    if let Some((_, what)) = STARTS.iter().find(|(p, _)| head.starts_with(p)) {
+        return Some(what);
+    }
+    // short texts naming an API failure (a real summary is longer than these)
+    const NAMES: &[&str] = &[
+        "rate_limit_error",
+        "rate limit exceeded",
+        "overloaded_error",
+        "invalid_request_error",
+        "authentication_error",
+        "context_length_exceeded",
+        "maximum context length",
+        "insufficient_quota",
+        "status code 4",
+        "status code 5",
+        "429 too many requests",
+        "503 service unavailable",
+        "500 internal server error",
+        "invalid api key",
+        "incorrect api key",
+    ];
+    if t.chars().count() < 600 && NAMES.iter().any(|n| head.contains(n)) {
+        return Some("an API error");
+    }
+    None
+}
+
+/// Reads a stored archive.
+pub fn read_archive(bytes: &[u8]) -> Option<ArchiveRecord> {
+    serde_json::from_slice(bytes).ok()
+}
+
+#[cfg(test)]
+mod tests;
