@@ -15,6 +15,8 @@
 //! or its signatures), and reports every edit ([`report`]).
 
 pub mod evict;
+pub mod facts;
+pub mod heuristic;
 pub mod offload;
 pub mod prune;
 pub mod recovery;
