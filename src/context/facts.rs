@@ -271,11 +271,16 @@ fn cap(text: &str) -> &str {
     if text.len() <= MAX_FACT_LEN {
         return text;
     }
-    let mut end = MAX_FACT_LEN;
+    cap_bytes(text, MAX_FACT_LEN).trim_end()
+}
+
+/// `text` cut to at most `max` bytes at a character boundary.
+fn cap_bytes(text: &str, max: usize) -> &str {
+    let mut end = max.min(text.len());
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    text.get(..end).unwrap_or_default().trim_end()
+    text.get(..end).unwrap_or_default()
 }
 
 /// The byte offset of `part` inside `whole` (`part` is a subslice of it).
@@ -327,13 +332,22 @@ fn word_char(c: char) -> bool {
 }
 
 fn subwords<'t>(text: &'t str, word: &'t str, sink: &mut Sink<'_, 't>) {
-    for piece in word.split(|c| !word_char(c)).filter(|p| !p.is_empty()) {
+    // NOTE: a piece far over the cap is no fact (a blob); skipping it keeps `strip` linear.
+    let pieces = word.split(|c| !word_char(c));
+    for piece in pieces.filter(|p| !p.is_empty() && p.len() <= 4 * MAX_FACT_LEN) {
         let piece = strip(piece);
         if piece.len() < 2 {
             continue;
         }
+        let at = offset(text, piece);
+        if text
+            .get(at + piece.len()..)
+            .is_some_and(|r| r.starts_with("\":"))
+        {
+            continue; // NOTE: a JSON key (`"file_path":`) names a field, not a detail.
+        }
         if let Some(kind) = classify(piece) {
-            sink.push(offset(text, piece), kind, Cow::Borrowed(piece));
+            sink.push(at, kind, Cow::Borrowed(piece));
             continue;
         }
         // NOTE: `foo(bar_baz)` and git's `20edef5..5857437` hold facts a split away.
@@ -403,6 +417,7 @@ fn url_start(word: &str) -> Option<usize> {
 /// The URL at the start of `rest`: up to a quote, bracket or backtick, without trailing
 /// punctuation or unbalanced closing brackets.
 fn url_at(rest: &str) -> &str {
+    let rest = cap_bytes(rest, 4 * MAX_FACT_LEN);
     let end = rest
         .find(['"', '\'', '<', '>', '`', '|', '\\'])
         .unwrap_or(rest.len());
@@ -1343,6 +1358,14 @@ mod tests {
 
     #[test]
     fn huge_input_is_capped_and_long_facts_cut_or_dropped() {
+        let minified = format!(
+            "x{}y https://a.io/{}",
+            ")".repeat(200_000),
+            "b".repeat(100_000)
+        );
+        let facts = extract_facts(&minified);
+        assert_eq!(facts.len(), 1);
+        assert!(facts[0].text.len() <= MAX_FACT_LEN);
         let many: String = (0..5_000).map(|i| format!("var_{i} ")).collect();
         assert_eq!(extract_facts(&many).len(), MAX_FACTS);
         let blob = format!("a_{}", "b".repeat(300));

@@ -291,10 +291,13 @@ impl Digest {
             .iter()
             .filter_map(|k| string(k))
             .find(|c| !c.trim().contains(char::is_whitespace));
-        let says = |words: &[&str]| {
-            let name = name.to_ascii_lowercase();
-            let verb = verb.unwrap_or_default().to_ascii_lowercase();
-            words.iter().any(|w| name.contains(w) || verb.contains(w))
+        let name = name.to_ascii_lowercase();
+        let verb = verb.map(str::to_ascii_lowercase);
+        let has = |text: &str, words: &[&str]| words.iter().any(|w| text.contains(w));
+        // The verb, when it says something, wins over the name (`str_replace_editor` views).
+        let says = |words: &[&str]| match &verb {
+            Some(v) if has(v, &WRITE_WORDS) || has(v, &READ_WORDS) => has(v, words),
+            _ => has(&name, words),
         };
         let (written, read) = (says(&WRITE_WORDS), says(&READ_WORDS));
         for key in PATH_FIELDS {
@@ -391,4 +394,134 @@ fn fenced_commands(text: &str) -> Vec<&str> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::messages::{parse_messages, MessagesOptions};
+    use serde_json::json;
+
+    fn read(value: &Value) -> crate::messages::Conversation {
+        parse_messages(value, &MessagesOptions::default()).unwrap()
+    }
+
+    fn fixture(name: &str) -> crate::messages::Conversation {
+        let path = format!(
+            "{}/tests/data/compaction/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        read(&serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap())
+    }
+
+    fn span_chars(span: &[Message]) -> usize {
+        span.iter()
+            .flat_map(message_texts)
+            .map(|t| utf16_len(&t))
+            .sum()
+    }
+
+    #[test]
+    fn a_recorded_run_is_listed_tools_files_commands_and_last_state() {
+        let conv = fixture("swe-agent-function-calling-simple.json");
+        let span = &conv.messages()[1..];
+        let first = conv.messages()[1].parts()[0].text();
+        let summary = heuristic_summary(span, first, None, 4_000);
+        assert!(summary.starts_with(HEURISTIC_HEADER), "{summary}");
+        for expected in [
+            "## Task\nWe're currently solving the following issue",
+            "## Tools used\n- `find_file` x1\n- `open` x1\n- `edit` x1\n- `bash` x1\n- `submit` x1",
+            "- `tests/missing_colon.py` (read)",
+            "## Commands run\n- `python tests/missing_colon.py`",
+            "## Last state\nThe script ran successfully",
+            "## Key details",
+        ] {
+            assert!(
+                summary.contains(expected),
+                "{expected:?} missing from\n{summary}"
+            );
+        }
+        assert!(utf16_len(&summary) <= 4_000);
+        // Deterministic.
+        assert_eq!(summary, heuristic_summary(span, first, None, 4_000));
+    }
+
+    #[test]
+    fn text_only_agents_have_their_shell_blocks_listed_as_commands() {
+        let conv = fixture("mini-swe-agent-django-12663.json");
+        let summary = heuristic_summary(conv.messages(), None, None, 3_000);
+        assert!(summary.contains("## Commands run\n- `ls -la`\n- `python3 reproduce_issue.py`"));
+        assert!(summary.contains("- `django/db/models/sql/query.py`"));
+        assert!(!summary.contains("## Tools used"));
+    }
+
+    #[test]
+    fn files_are_labelled_by_what_the_tool_name_says_and_errors_listed() {
+        let body = "fn a() { let total = 1 + 2; }\n".repeat(100);
+        let input = json!([
+            {"role": "user", "content": "fix it"},
+            {"role": "assistant", "content": [
+                {"type": "tool_use", "id": "t1", "name": "read_file", "input": {"path": "src/a.rs"}},
+                {"type": "tool_use", "id": "t2", "name": "write_file", "input": {"file_path": "src/b.rs", "content": "x"}},
+                {"type": "tool_use", "id": "t3", "name": "str_replace_editor", "input": {"command": "view", "path": "/repo/c.py"}},
+                {"type": "tool_use", "id": "t4", "name": "run", "input": {"command": "cargo test --locked -p core"}}
+            ]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": body},
+                {"type": "tool_result", "tool_use_id": "t2", "content": "ok"},
+                {"type": "tool_result", "tool_use_id": "t3", "content": "print(1)"},
+                {"type": "tool_result", "tool_use_id": "t4", "is_error": true,
+                 "content": "\nerror[E0425]: cannot find value `x` in this scope\n  --> src/b.rs:1:1"}
+            ]},
+            {"role": "assistant", "content": "The test fails at src/b.rs:1:1; next I fix `x`."}
+        ]);
+        let conv = read(&input);
+        let summary = heuristic_summary(
+            conv.messages(),
+            Some("fix it"),
+            Some("Earlier: set up the repo."),
+            5_000,
+        );
+        for expected in [
+            "## Earlier summary\nEarlier: set up the repo.",
+            "- `src/a.rs` (read)\n- `src/b.rs` (written)\n- `/repo/c.py` (read)",
+            "## Commands run\n- `cargo test --locked -p core`",
+            "## Errors seen\n- ``error[E0425]: cannot find value `x` in this scope``",
+            "## Last state\nThe test fails at src/b.rs:1:1",
+            "- `src/b.rs:1:1`",
+        ] {
+            assert!(
+                summary.contains(expected),
+                "{expected:?} missing from\n{summary}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_budget_trims_lower_sections_first_and_the_span_bounds_the_length() {
+        let conv = fixture("swe-agent-function-calling-simple.json");
+        let span = &conv.messages()[1..];
+        let first = conv.messages()[1].parts()[0].text();
+        let full = heuristic_summary(span, first, None, 100_000);
+        assert!(utf16_len(&full) <= span_chars(span));
+        let mut previous = usize::MAX;
+        for budget in [2_000, 1_200, 600, 300, 150, 60, 10, 0] {
+            let summary = heuristic_summary(span, first, None, budget);
+            let len = utf16_len(&summary);
+            assert!(len <= budget, "{len} > {budget}:\n{summary}");
+            assert!(len <= previous);
+            previous = len;
+            if budget >= 600 {
+                assert!(summary.contains("## Task"), "{summary}");
+                assert!(summary.starts_with(HEURISTIC_HEADER));
+            }
+        }
+        let small = heuristic_summary(span, first, None, 600);
+        assert!(!small.contains("## Key details"), "{small}");
+
+        // A tiny span gets a summary no longer than itself.
+        let tiny = read(&json!([{"role": "assistant", "content": "done"}]));
+        assert!(utf16_len(&heuristic_summary(tiny.messages(), None, None, 1_000)) <= 4);
+        assert_eq!(heuristic_summary(&[], None, None, 1_000), "");
+    }
 }
