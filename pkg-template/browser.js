@@ -10,4 +10,4 @@ await init();
 
 export * from "./web/context_keeper.js";
 export { ContextKeeperError } from "./context/index.js"; // context
-export const { pruneMessages, evictToolInputs, offloadToolResult, offloadMessages, readOffloaded, listOffloaded, grepOffloaded, recoveryTools, runRecoveryTool } = bindContext(core); // context
+export const { pruneMessages, evictToolInputs, offloadToolResult, offloadMessages, readOffloaded, listOffloaded, grepOffloaded, recoveryTools, runRecoveryTool, compact, readArchive, activeMessages } = bindContext(core); // context

@@ -7,4 +7,4 @@ import { bindContext } from "./context/index.js";
 export { default, initSync } from "./web/context_keeper.js";
 export * from "./web/context_keeper.js";
 export { ContextKeeperError } from "./context/index.js";
-export const { pruneMessages, evictToolInputs, offloadToolResult, offloadMessages, readOffloaded, listOffloaded, grepOffloaded, recoveryTools, runRecoveryTool } = bindContext(core);
+export const { pruneMessages, evictToolInputs, offloadToolResult, offloadMessages, readOffloaded, listOffloaded, grepOffloaded, recoveryTools, runRecoveryTool, compact, readArchive, activeMessages } = bindContext(core);

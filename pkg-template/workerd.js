@@ -9,4 +9,4 @@ core.initSync({ module: wasm });
 
 export * from "./web/context_keeper.js";
 export { ContextKeeperError } from "./context/index.js"; // context
-export const { pruneMessages, evictToolInputs, offloadToolResult, offloadMessages, readOffloaded, listOffloaded, grepOffloaded, recoveryTools, runRecoveryTool } = bindContext(core); // context
+export const { pruneMessages, evictToolInputs, offloadToolResult, offloadMessages, readOffloaded, listOffloaded, grepOffloaded, recoveryTools, runRecoveryTool, compact, readArchive, activeMessages } = bindContext(core); // context

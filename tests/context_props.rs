@@ -6,14 +6,23 @@
 //! - prune and evict are idempotent;
 //! - the conversation's token count never grows;
 //! - an offload whose save failed replaces nothing, and every replaced result is, whole, in a
-//!   save that was confirmed.
+//!   save that was confirmed;
+//! - compaction never breaks pairing, keeps the head and the recent turns byte-identical,
+//!   writes a marker that reads back in every format, archives exactly the replaced messages,
+//!   changes nothing on any failure, and stacked compactions re-applied to the full history
+//!   give the same output byte for byte.
 #![cfg(not(target_arch = "wasm32"))]
 
+use context_keeper::context::compact::{
+    self, marker_of, CompactOptions, CompactOutcome, SummaryOutcome,
+};
 use context_keeper::context::evict::{evict, EvictOptions};
 use context_keeper::context::offload::{plan_messages, OffloadOptions};
 use context_keeper::context::prune::{prune, PruneOptions};
 use context_keeper::context::recovery::decode;
+use context_keeper::context::state::SessionState;
 use context_keeper::context::{Original, Outcome};
+use context_keeper::counting::Counter;
 use context_keeper::counting::{count_conversation, CountCache, CountMessagesOptions};
 use context_keeper::messages::{
     parse_messages, validate_conversation, Conversation, Format, MessagesOptions, PartKind,
@@ -326,6 +335,88 @@ proptest! {
                 let i = failure.message_index;
                 prop_assert_eq!(before.messages()[i].parts()[failure.part_index].raw(), done.conversation.messages()[i].parts()[failure.part_index].raw());
             }
+        }
+    }
+}
+
+/// One compaction of `conv` with a scripted outcome.
+fn compact_once(
+    conv: Conversation,
+    options: &CompactOptions,
+    state: SessionState,
+    archive: &[Outcome],
+    summary: SummaryOutcome,
+) -> compact::Compacted {
+    let plan = compact::plan(conv, options, state, &mut Counter::new()).unwrap();
+    let archive = &archive[..archive.len().min(plan.saves().len())];
+    plan.finish(archive, summary, None)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn compaction_keeps_pairing_head_and_recent_turns(
+        steps in steps(),
+        keep in 1..4usize,
+        by_tokens in proptest::option::of(50..5_000u64),
+        fail in 0..4usize,
+    ) {
+        for format in Format::ALL {
+            let input = render(format, &steps);
+            let before = read(format, &input);
+            let options = CompactOptions {
+                session_id: "p".into(),
+                keep_recent_turns: Some(keep),
+                keep_recent_tokens: by_tokens,
+                now: Some("t".into()),
+                ..CompactOptions::default()
+            };
+            let plan = compact::plan(before.clone(), &options, SessionState::default(), &mut Counter::new()).unwrap();
+            let request = plan.summary_request().cloned();
+            let saves = plan.saves().to_vec();
+            let (archive, summary) = match fail {
+                0 => (vec![Outcome::Failed("full".into()), Outcome::Saved], SummaryOutcome::NotCalled),
+                1 => (vec![Outcome::Saved; 2], SummaryOutcome::Failed("down".into())),
+                2 => (vec![Outcome::Saved; 2], SummaryOutcome::Text(String::new())),
+                _ => (vec![Outcome::Saved; 2], SummaryOutcome::Text("s".into())),
+            };
+            let out = plan.finish(&archive, summary, None);
+            let after = &out.conversation;
+            if out.report.outcome != CompactOutcome::Compacted {
+                prop_assert_eq!(after.to_value(), before.to_value(), "{} changed on {:?}", format, out.report.outcome);
+                prop_assert!(out.state.is_none());
+                continue;
+            }
+            prop_assert_eq!(fail, 3);
+            prop_assert!(problems(after).len() <= problems(&before).len(), "{} pairing: {:?}", format, problems(after));
+            // untouched messages are the input's, by index, in order
+            let mut last = None;
+            for (i, origin) in out.origin.iter().enumerate() {
+                if let Some(j) = origin {
+                    prop_assert_eq!(&after.messages()[i], &before.messages()[*j]);
+                    prop_assert!(last.is_none_or(|l| l < *j));
+                    last = Some(*j);
+                }
+            }
+            // one marker, read back from the written JSON in the format
+            let back = read(format, &after.to_value());
+            let markers: Vec<_> = back.messages().iter().filter_map(marker_of).collect();
+            prop_assert_eq!(markers.len(), 1, "{}", format);
+            prop_assert!(markers[0].summary.starts_with('s'));
+            // the archive holds exactly the replaced messages (the task, when merged, stays)
+            let record = compact::read_archive(&saves[0].bytes).unwrap();
+            prop_assert_eq!(&record.messages, &request.unwrap().messages);
+            let span = out.report.span.unwrap();
+            prop_assert!(record.messages.len() <= span.to - span.from);
+            for (k, m) in record.messages.iter().rev().enumerate() {
+                prop_assert_eq!(m, &before.messages()[span.to - 1 - k].to_value());
+            }
+            prop_assert!(tokens(after) <= tokens(&before) + 200, "{} tokens grew", format);
+            // the full history again: the same output, byte for byte, with no summary
+            let again = compact_once(before.clone(), &options, out.state.clone().unwrap(), &[], SummaryOutcome::NotCalled);
+            prop_assert_eq!(again.report.outcome, CompactOutcome::Reapplied);
+            prop_assert_eq!(again.conversation.to_json_string(), after.to_json_string());
         }
     }
 }

@@ -12,6 +12,11 @@ import type {
   ReadResult,
   GrepResult,
   GrepOptions,
+  CompactOptions as CoreCompactOptions,
+  CompactReport,
+  MarkerInfo,
+  SummaryRequest,
+  FlushRequest,
 } from "../node/context_keeper.js";
 import type { Store } from "../stores/index.js";
 
@@ -164,3 +169,71 @@ export function recoveryTools(format: "aisdk" | "ai-sdk", options?: SessionStore
  * ```
  */
 export function runRecoveryTool(name: RecoveryToolName, args: unknown, options: SessionStore): Promise<string>;
+
+/** What the summarizer is given: the span's messages and transcript, the previous summary. */
+export type Summarize = (request: SummaryRequest) => string | Promise<string>;
+
+/**
+ * The memory flush: the host's agent gets one silent turn to save durable facts. Its reply is
+ * never added to the conversation: a reply carrying `silentToken` is dropped, any other is
+ * in the report.
+ */
+export type Flush<M = unknown> = (request: FlushRequest & { messages: M }) => string | null | undefined | Promise<string | null | undefined>;
+
+/** A compaction's phases, in order, as `onProgress` reports them. */
+export type CompactPhase = "flushing" | "archiving" | "summarizing" | "applying";
+
+export interface CompactOptions<M = unknown> extends Omit<CoreCompactOptions, "flush" | "now">, FormatOption {
+  store: Store;
+  /** The host's LLM call. Absent: the built-in heuristic summary (marked as such). */
+  summarize?: Summarize;
+  /** The memory flush, run once per compaction cycle before the summary. */
+  flush?: Flush<M>;
+  /** The marker's time (default: now). A fixed value makes the output reproducible. */
+  now?: string | Date | number;
+  /** How long the summarizer and the flush may take. Default 120,000 ms. */
+  timeoutMs?: number;
+  /** How long each store call may take. Default 10,000 ms. */
+  storeTimeoutMs?: number;
+  onProgress?: (event: { phase: CompactPhase; sessionId: string }) => void;
+}
+
+export interface Compacted<M> {
+  /** The marker in place of the older messages; the head and the recent turns are the
+   *  caller's own objects. As they were, on any failure. */
+  messages: M;
+  /** The marker the messages hold (new, re-applied or the input's own), or null. */
+  marker: MarkerInfo | null;
+  report: CompactReport & {
+    /** The session state could not be stored: the next call with the full history will
+     *  summarize again. */
+    stateFailure?: string;
+  };
+}
+
+/**
+ * Archives older messages (JSON and a Markdown transcript) and replaces them with a summary
+ * marker; the system messages, the first request and the recent turns stay as they are. The
+ * summary is checked (not empty, not an error text, shorter than what it replaces) and the
+ * exact details it lost that the recent turns still name are pinned to it. On any failure
+ * the messages come back unchanged and `report.reason` says why.
+ *
+ * ```js
+ * const { messages, report } = await compact(history, {
+ *   store, sessionId,
+ *   summarize: async ({ prompt, transcript }) =>
+ *     (await generateText({ model: cheapModel, system: prompt, prompt: transcript })).text,
+ * });
+ * ```
+ */
+export function compact<M extends Messages>(messages: M, options: CompactOptions<M>): Promise<Compacted<M>>;
+
+/** The messages a marker replaced, read back from its archives (all compactions it folded). */
+export function readArchive(marker: MarkerInfo | string[], options: StoreOptions): Promise<{ messages: unknown[]; format: MessageFormat; number: number; archives: number }>;
+
+/**
+ * What the model sees of a history: the system messages and the head a marker kept, then
+ * everything from the latest compaction marker on (ours, or Anthropic's and OpenAI's own).
+ * Synchronous; the messages are the caller's own objects.
+ */
+export function activeMessages<M extends Messages>(messages: M, options?: FormatOption | null): M;

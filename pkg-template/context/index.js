@@ -307,7 +307,136 @@ export function bindContext(core) {
     return tools;
   }
 
+  /** How long a summarizer or flush callback may take by default: an LLM call. */
+  const CALLBACK_TIMEOUT_MS = 120_000;
+
+  function checkFunction(value, path) {
+    if (value === undefined || value === null) return undefined;
+    if (typeof value !== "function") throw optionsError(path, `expected a function, found ${typeOf(value)}`);
+    return value;
+  }
+
+  /** The marker's time: a string as given, a Date or epoch milliseconds as ISO 8601. */
+  function timeOf(now) {
+    if (now === undefined || now === null) return new Date().toISOString();
+    if (typeof now === "string") return now;
+    const date = now instanceof Date ? now : typeof now === "number" ? new Date(now) : null;
+    if (date === null || Number.isNaN(date.getTime())) throw optionsError("options.now", `expected a string, a Date or epoch milliseconds, found ${typeOf(now)}`);
+    return date.toISOString();
+  }
+
+  /** A callback's return value as the core takes it: text, or why it is not text. */
+  function textOutcome(result, what) {
+    if (!result.ok) return { failed: `${what} failed: ${result.reason}` };
+    if (typeof result.value === "string") return { text: result.value };
+    return { failed: `${what} returned ${typeOf(result.value)}, not a string` };
+  }
+
+  const COMPACT_OWN = ["store", "timeoutMs", "storeTimeoutMs", "summarize", "flush", "onProgress", "now"];
+
+  /**
+   * Archives the older messages, asks the summarizer for a summary, and replaces them by a
+   * marker; the recent turns stay. Every effect is awaited here, in order: the state load, the
+   * memory flush (once per cycle), the archive saves, the summary, the state save. The core
+   * decides everything else, synchronously, between them.
+   */
+  async function compact(messages, options) {
+    options = checkObject(options, "options");
+    const store = checkStore(options.store);
+    const sessionId = checkSession(options.sessionId);
+    const timeoutMs = checkTimeout(options.timeoutMs ?? CALLBACK_TIMEOUT_MS);
+    const storeTimeoutMs = checkTimeout(options.storeTimeoutMs, "options.storeTimeoutMs");
+    const summarize = checkFunction(options.summarize, "options.summarize");
+    const flush = checkFunction(options.flush, "options.flush");
+    const onProgress = checkFunction(options.onProgress, "options.onProgress");
+    const rest = { ...coreOptions(options, COMPACT_OWN), now: timeOf(options.now), flush: flush !== undefined };
+    const progress = (phase) => {
+      // NOTE: a progress callback that throws must not stop the compaction it reports on.
+      try {
+        onProgress?.({ phase, sessionId });
+      } catch {}
+    };
+    const stateKey = Array.from(ready().__ckKey("state", sessionId, undefined));
+    const loaded = await attempt(() => store.load(stateKey), storeTimeoutMs);
+    if (!loaded.ok) throw storeError("load", loaded, stateKey);
+    const stateBytes = loaded.value instanceof Uint8Array ? loaded.value : undefined;
+    const plan = ready().__ckPlanCompact(messages, rest, stateBytes);
+    let done;
+    try {
+      let flushed;
+      const flushRequest = plan.flushRequest();
+      if (flushRequest !== undefined && flush !== undefined) {
+        progress("flushing");
+        const result = await attempt(() => flush({ messages, ...flushRequest }), timeoutMs);
+        flushed = result.ok ? { reply: typeof result.value === "string" ? result.value : null } : { failed: result.reason };
+      }
+      const request = plan.summaryRequest();
+      if (request === undefined) {
+        done = plan.finish([], undefined, flushed);
+      } else {
+        progress("archiving");
+        const outcomes = await performSaves(store, plan.saves(), storeTimeoutMs);
+        if (outcomes.some((o) => o !== null)) {
+          done = plan.finish(outcomes, undefined, flushed);
+        } else {
+          let summary = { heuristic: true };
+          if (summarize !== undefined) {
+            progress("summarizing");
+            summary = textOutcome(await attempt(() => summarize(request), timeoutMs), "the summarizer");
+          }
+          progress("applying");
+          done = plan.finish(outcomes, summary, flushed);
+        }
+      }
+    } finally {
+      plan.free();
+    }
+    if (done.state !== undefined) {
+      const saved = await attempt(() => store.save(stateKey, done.state), storeTimeoutMs);
+      // NOTE: the marker is in the returned messages either way; without the state, only a
+      // host that sends its full history again pays for a second summary.
+      if (!saved.ok) done.report.stateFailure = saved.reason;
+    }
+    return { messages: done.messages, marker: done.marker, report: done.report };
+  }
+
+  /** The compaction archives of a marker, oldest first: the original messages it replaced. */
+  async function readArchive(marker, options) {
+    options = checkObject(options, "options");
+    const store = checkStore(options.store);
+    const timeoutMs = checkTimeout(options.timeoutMs);
+    let key = Array.isArray(marker) ? marker : marker?.key;
+    if (!Array.isArray(key) || key.length === 0 || !key.every((k) => typeof k === "string")) {
+      throw optionsError("marker", `expected a marker (with its archive \`key\`) or a key, found ${typeOf(marker)}`);
+    }
+    const records = [];
+    const seen = new Set();
+    while (key) {
+      const id = JSON.stringify(key);
+      if (seen.has(id)) throw new ContextKeeperError(`the archive ${id} lists itself among its predecessors`, { kind: "corrupt" });
+      seen.add(id);
+      const loaded = await attempt(() => store.load(key), timeoutMs);
+      if (!loaded.ok) throw storeError("load", loaded, key);
+      if (!(loaded.value instanceof Uint8Array)) {
+        throw new ContextKeeperError(`no archive is stored under ${id}`, { kind: "notFound", path: "marker.key" });
+      }
+      const record = ready().__ckReadArchive(id, loaded.value);
+      records.push(record);
+      key = record.previous ?? undefined;
+    }
+    records.reverse();
+    const last = records[records.length - 1];
+    return { messages: records.flatMap((r) => r.messages), format: last.format, number: last.number, archives: records.length };
+  }
+
+  function activeMessages(messages, options) {
+    return ready().__ckActive(messages, checkObject(options, "options"));
+  }
+
   return {
+    compact,
+    readArchive,
+    activeMessages,
     pruneMessages,
     evictToolInputs,
     offloadToolResult,

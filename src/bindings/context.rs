@@ -656,7 +656,7 @@ pub fn key(
 #[wasm_bindgen(js_name = __ckActive, skip_typescript)]
 pub fn active_messages(messages: JsValue, options: JsValue) -> Result<JsValue, ContextError> {
     enter();
-    let (format, ()) = read_options(&options, true)?;
+    let (format, NoOptions {}) = read_options(&options, true)?;
     let conv = read_conversation(&messages, format)?;
     let keep = compact::active_indices(&conv);
     if keep.len() == conv.messages().len() {
@@ -671,6 +671,11 @@ pub fn active_messages(messages: JsValue, options: JsValue) -> Result<JsValue, C
     set(&envelope, "messages", &out)?;
     Ok(envelope.into())
 }
+
+/// The options of a function that has none but `format`.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoOptions {}
 
 /// Reads an archive's record: `{ number, format, previous, messages }`.
 #[wasm_bindgen(js_name = __ckReadArchive, skip_typescript)]

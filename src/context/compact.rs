@@ -67,6 +67,7 @@ pub struct CompactOptions {
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub keep_recent_tokens: Option<u64>,
     /// The summary's length to ask for, in tokens. Default 2,000.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub target_tokens: u64,
     /// The summarizer's prompt, replacing [`DEFAULT_PROMPT`] (`{targetTokens}` is replaced).
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
@@ -80,14 +81,17 @@ pub struct CompactOptions {
     pub context_window: Option<u64>,
     /// The transcript given to the summarizer is cut to about this many tokens. Default
     /// 60,000.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub transcript_tokens: u64,
     /// The time written into the marker, as the host gives it (the core reads no clock).
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub now: Option<String>,
     /// Exact details pinned to a summary at most. Default 40; 0 pins none.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub max_pinned: usize,
     /// Whether a memory flush callback is configured: one runs before the summary, once per
     /// compaction cycle.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub flush: bool,
     /// The flush's thresholds and prompt.
     #[serde(flatten)]

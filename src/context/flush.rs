@@ -42,13 +42,16 @@ pub fn resolve(value: f64, window: u64) -> u64 {
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct FlushOptions {
     /// Tokens kept free for the reply (a fraction of the window below 1). Default 20,000.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub reserve_tokens: f64,
     /// How far before `window - reserve` the flush runs (a fraction below 1). Default 4,000.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub flush_margin: f64,
     /// The prompt; `{silent}` stands for the silent token.
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub flush_prompt: Option<String>,
     /// The token of a reply that saved nothing. Default `SILENT`.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub silent_token: String,
 }
 
