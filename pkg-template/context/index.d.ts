@@ -12,7 +12,7 @@ import type {
   ReadResult,
   GrepResult,
   GrepOptions,
-  CompactOptions as CoreCompactOptions,
+  CompactCoreOptions,
   CompactReport,
   MarkerInfo,
   SummaryRequest,
@@ -183,7 +183,7 @@ export type Flush<M = unknown> = (request: FlushRequest & { messages: M }) => st
 /** A compaction's phases, in order, as `onProgress` reports them. */
 export type CompactPhase = "flushing" | "archiving" | "summarizing" | "applying";
 
-export interface CompactOptions<M = unknown> extends Omit<CoreCompactOptions, "flush" | "now">, FormatOption {
+export interface CompactOptions<M = unknown> extends Omit<CompactCoreOptions, "flush" | "now">, FormatOption {
   store: Store;
   /** The host's LLM call. Absent: the built-in heuristic summary (marked as such). */
   summarize?: Summarize;

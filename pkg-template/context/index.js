@@ -20,7 +20,7 @@ export const DEFAULT_TIMEOUT_MS = 10_000;
 
 const RECOVERY_TOOLS = ["read_offloaded", "list_offloaded", "grep_offloaded"];
 
-const typeOf = (v) => (v === null ? "null" : Array.isArray(v) ? "an array" : typeof v === "object" ? "an object" : `a ${typeof v}`);
+const typeOf = (v) => (v === null ? "null" : v === undefined ? "undefined" : Array.isArray(v) ? "an array" : typeof v === "object" ? "an object" : `a ${typeof v}`);
 
 function optionsError(path, reason) {
   return new ContextKeeperError(`${path}: ${reason}`, { kind: "options", path });

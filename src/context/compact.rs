@@ -54,7 +54,12 @@ pub const DEFAULT_PROMPT: &str = "You are summarizing the earlier part of a conv
 /// Options of a compaction (the summarizer, the store and the timeout are the driver's).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(target_arch = "wasm32", derive(Tsify))]
-#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+#[serde(
+    rename = "CompactCoreOptions",
+    rename_all = "camelCase",
+    default,
+    deny_unknown_fields
+)]
 pub struct CompactOptions {
     /// The session: archives and state are kept under it.
     pub session_id: String,

@@ -206,7 +206,7 @@ test("the flush runs once per cycle before the summary; silent replies are dropp
   assert.equal(flushes[0].messages, history);
   assert.match(flushes[0].prompt, /reply with exactly SILENT/);
   assert.equal(failed.report.flush.silent, true);
-  assert.deepEqual(phases, ["flushing", "archiving", "summarizing"]);
+  assert.deepEqual(phases, ["flushing", "archiving", "summarizing", "applying"]);
   // the retry in the same cycle does not flush again
   const done = await compact(history, { ...options, summarize: () => SUMMARY });
   assert.equal(done.report.outcome, "compacted");

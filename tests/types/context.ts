@@ -56,3 +56,34 @@ async function use(history: OpenAIMessage[]) {
   void same, tokens, failure, next, text, out;
 }
 void use;
+
+// Compaction: the summarizer and flush callbacks, the report and the marker.
+import { compact, readArchive, activeMessages, type CompactReport, type MarkerInfo, type SummaryRequest } from "context-keeper";
+
+async function compaction(history: OpenAIMessage[]) {
+  const store = new MemoryStore();
+  const done = await compact(history, {
+    store,
+    sessionId: "s",
+    keepRecentTurns: 4,
+    model: "gpt-4o",
+    now: new Date(),
+    reserveTokens: 0.1,
+    summarize: async (request: SummaryRequest) => `${request.transcript.length} ${request.previousSummary ?? ""}`,
+    flush: ({ messages, prompt, silentToken }) => (messages.length > 0 ? `${prompt} ${silentToken}` : null),
+    onProgress: ({ phase }) => phase.toUpperCase(),
+  });
+  const same: OpenAIMessage[] = done.messages;
+  const report: CompactReport = done.report;
+  const outcome: "compacted" | "reapplied" | "unchanged" | "failed" = report.outcome;
+  const pinned: string[] = report.pinned.map((f) => `${f.kind}: ${f.text}`);
+  const marker: MarkerInfo | null = done.marker;
+  if (marker) {
+    const back = await readArchive(marker, { store });
+    const n: number = back.messages.length + marker.archivedMessages + marker.tokensAfter;
+  }
+  const seen: OpenAIMessage[] = activeMessages(same);
+  // @ts-expect-error the summarizer returns text
+  await compact(history, { store, sessionId: "s", summarize: () => 42 });
+  return [same, outcome, pinned, seen, done.report.stateFailure];
+}
