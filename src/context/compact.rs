@@ -54,13 +54,8 @@ pub const DEFAULT_PROMPT: &str = "You are summarizing the earlier part of a conv
 /// Options of a compaction (the summarizer, the store and the timeout are the driver's).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(target_arch = "wasm32", derive(Tsify))]
-#[serde(
-    rename = "CompactCoreOptions",
-    rename_all = "camelCase",
-    default,
-    deny_unknown_fields
-)]
-pub struct CompactOptions {
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct CompactCoreOptions {
     /// The session: archives and state are kept under it.
     pub session_id: String,
     /// Assistant turns kept verbatim (default 5), with the user message that opened the
@@ -103,9 +98,13 @@ pub struct CompactOptions {
     pub flush_options: FlushOptions,
 }
 
-impl Default for CompactOptions {
+/// The options of a compaction, by the name Rust users know (in TypeScript, the package's
+/// `CompactOptions` adds the driver's callbacks and store to these).
+pub type CompactOptions = CompactCoreOptions;
+
+impl Default for CompactCoreOptions {
     fn default() -> Self {
-        CompactOptions {
+        CompactCoreOptions {
             session_id: String::new(),
             keep_recent_turns: None,
             keep_recent_tokens: None,
@@ -122,7 +121,7 @@ impl Default for CompactOptions {
     }
 }
 
-impl CompactOptions {
+impl CompactCoreOptions {
     fn window(&self) -> u64 {
         self.context_window
             .or_else(|| {
