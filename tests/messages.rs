@@ -859,3 +859,20 @@ fn ui_messages_read_write_and_pair_their_tool_parts() {
         );
     }
 }
+
+/// Regression (found by `mutated_conversations_never_panic` in CI): an AI SDK `tool` message
+/// left holding only a stray Anthropic block after its results were repaired away was
+/// detected as Anthropic, which has no `tool` role, so the repaired output could not be read.
+#[test]
+fn a_tool_message_is_never_detected_as_anthropic() {
+    let input = json!([{"role": "tool", "content": [
+        {"type": "tool-result", "toolCallId": "id_0", "toolName": "t", "output": {"type": "text", "value": "a"}},
+        {"type": "tool_use"}]}]);
+    let options = MessagesOptions::default();
+    let repaired = repair_messages(&input, &options).unwrap();
+    assert_eq!(
+        context_keeper::messages::detect_format(&repaired.messages),
+        Some(Format::AiSdk)
+    );
+    assert!(validate_messages(&repaired.messages, &options).is_ok());
+}

@@ -154,6 +154,15 @@ impl FormatVotes {
                 _ => {}
             }
         }
+        // NOTE: Anthropic's messages are only `user` and `assistant`: a block type of its in a
+        // message of another role (a `tool` message holding a stray `tool_use`) is no vote
+        // for a format that cannot read that message.
+        if !matches!(
+            obj.get("role").and_then(Value::as_str),
+            Some("user" | "assistant")
+        ) {
+            votes.anthropic = 0;
+        }
         votes
     }
 
