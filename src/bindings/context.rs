@@ -22,7 +22,9 @@ use crate::context::offload::{self, OffloadOptions, OffloadPlan, ResultPlan};
 use crate::context::recovery::{self, GrepOptions, Pattern, RecordHeader};
 use crate::context::state::{self, SessionState};
 use crate::context::{evict, prune, Outcome, Report, Save};
-use crate::messages::{self, Conversation, Format, MessagesOptions};
+use crate::messages::{
+    self, type_name as type_name_of_json, Conversation, Format, MessagesOptions,
+};
 
 thread_local! {
     /// The driver's `ContextKeeperError` class, registered once per instance
@@ -100,7 +102,7 @@ fn read_options<T: DeserializeOwned + Default>(
         Some(other) => {
             return Err(ContextError::options(
                 "options.format",
-                format!("expected a string, found {}", json_type(&other)),
+                format!("expected a string, found {}", type_name_of_json(&other)),
             ))
         }
     };
@@ -114,17 +116,6 @@ fn read_options<T: DeserializeOwned + Default>(
         ContextError::options(path, err.into_inner().to_string())
     })?;
     Ok((format, options))
-}
-
-fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// The conversation argument, read whole and parsed.
@@ -158,6 +149,22 @@ fn set(object: &js_sys::Object, key: &str, value: &JsValue) -> Result<(), Contex
         .map_err(|err| ContextError::internal(super::error_message(&err)))
 }
 
+/// The conversation in the caller's shape: the input itself when nothing changed, else a new
+/// list (or request object) where message `i` is the caller's own object `origin[i]`, or the
+/// written JSON of a message that is not the caller's.
+fn messages_out(
+    input: &JsValue,
+    conversation: Conversation,
+    origin: &[Option<usize>],
+) -> Result<JsValue, ContextError> {
+    if origin.iter().enumerate().all(|(i, o)| *o == Some(i)) {
+        return Ok(input.clone());
+    }
+    let list = message_list(input).map_err(|e| ContextError::internal(e.to_string()))?;
+    write_back(input, &list, conversation, origin)
+        .map_err(|e| ContextError::internal(e.to_string()))
+}
+
 /// `{ messages, report }` in the caller's shape: untouched messages the caller's own objects.
 /// `edited` is sorted.
 fn written(
@@ -166,18 +173,15 @@ fn written(
     edited: &[usize],
     report: &Report,
 ) -> Result<JsValue, ContextError> {
+    let origin: Vec<Option<usize>> = (0..conversation.messages().len())
+        .map(|i| edited.binary_search(&i).is_err().then_some(i))
+        .collect();
     let result = js_sys::Object::new();
-    if edited.is_empty() {
-        set(&result, "messages", input)?;
-    } else {
-        let list = message_list(input).map_err(|e| ContextError::internal(e.to_string()))?;
-        let untouched: Vec<Option<usize>> = (0..conversation.messages().len())
-            .map(|i| edited.binary_search(&i).is_err().then_some(i))
-            .collect();
-        let out = write_back(input, &list, conversation, &untouched)
-            .map_err(|e| ContextError::internal(e.to_string()))?;
-        set(&result, "messages", &out)?;
-    }
+    set(
+        &result,
+        "messages",
+        &messages_out(input, conversation, &origin)?,
+    )?;
     set(&result, "report", &to_js(report)?)?;
     Ok(result.into())
 }
@@ -570,17 +574,8 @@ impl CompactPlanJs {
         let outcomes: Vec<Outcome> = archive.iter().map(|v| outcome_of(&v)).collect();
         let done = plan.finish(&outcomes, summary_outcome(&summary), flush_outcome(&flush));
         let result = js_sys::Object::new();
-        let unchanged = done.origin.iter().enumerate().all(|(i, o)| *o == Some(i))
-            && done.origin.len() == message_count(&self.messages);
-        if unchanged {
-            set(&result, "messages", &self.messages)?;
-        } else {
-            let list =
-                message_list(&self.messages).map_err(|e| ContextError::internal(e.to_string()))?;
-            let out = write_back(&self.messages, &list, done.conversation, &done.origin)
-                .map_err(|e| ContextError::internal(e.to_string()))?;
-            set(&result, "messages", &out)?;
-        }
+        let messages = messages_out(&self.messages, done.conversation, &done.origin)?;
+        set(&result, "messages", &messages)?;
         let marker = match &done.marker {
             Some(marker) => to_js(marker)?,
             None => JsValue::NULL,
@@ -596,11 +591,6 @@ impl CompactPlanJs {
         }
         Ok(result.into())
     }
-}
-
-/// How many messages a conversation argument holds (0 when it is not one).
-fn message_count(messages: &JsValue) -> usize {
-    message_list(messages).map_or(0, |list| list.length() as usize)
 }
 
 /// Plans a compaction. `state` is the session's stored state (bytes), or `undefined`.

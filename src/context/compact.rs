@@ -493,22 +493,32 @@ pub fn is_native_marker(message: &Message) -> bool {
 /// or the provider's. Indices into `conv`.
 pub fn active_indices(conv: &Conversation) -> Vec<usize> {
     let messages = conv.messages();
-    let latest = messages.iter().enumerate().rev().find_map(|(i, m)| {
-        if let Some(marker) = marker_of(m) {
-            Some((i, usize::try_from(marker.head).unwrap_or(0).min(i)))
-        } else {
-            is_native_marker(m).then_some((i, 0))
-        }
-    });
-    let Some((at, head)) = latest else {
+    let Some((at, ours)) = latest_marker(messages) else {
         return (0..messages.len()).collect();
     };
-    let systems = messages
+    let head = ours.map_or(0, |m| usize::try_from(m.head).unwrap_or(0).min(at));
+    let systems = leading_systems(messages).min(at);
+    (0..systems.max(head)).chain(at..messages.len()).collect()
+}
+
+/// The latest compaction marker, ours or the provider's: its index, and ours read.
+fn latest_marker(messages: &[Message]) -> Option<(usize, Option<CompactionMarker>)> {
+    messages
+        .iter()
+        .enumerate()
+        .rev()
+        .find_map(|(i, m)| match marker_of(m) {
+            Some(marker) => Some((i, Some(marker))),
+            None => is_native_marker(m).then_some((i, None)),
+        })
+}
+
+/// How many system messages open the conversation.
+fn leading_systems(messages: &[Message]) -> usize {
+    messages
         .iter()
         .take_while(|m| m.role() == Role::System)
         .count()
-        .min(at);
-    (0..systems.max(head)).chain(at..messages.len()).collect()
 }
 
 /// Whether a user message carries tool results (it then belongs to an exchange).
@@ -583,7 +593,7 @@ pub fn plan(
         end: 0,
         archived: 0,
     };
-    plan.locate(counter)?;
+    plan.locate();
     Ok(plan)
 }
 
@@ -678,31 +688,18 @@ fn sum(counts: &[u64], from: usize, to: usize) -> u64 {
 
 impl CompactPlan {
     /// Finds the head, the span and the split, and prepares the saves and the requests.
-    fn locate(&mut self, counter: &mut Counter) -> Result<(), CompactError> {
+    fn locate(&mut self) {
         let messages = self.conversation.messages();
         let n = messages.len();
         let window = self.options.window();
-        // the latest marker, ours or the provider's: the span starts after it
-        let mut previous = None;
+        // the latest marker, ours or the provider's: the span starts at ours (it is
+        // replaced) or after theirs (never split off)
         let mut first_summarized = None;
-        let latest = messages
-            .iter()
-            .enumerate()
-            .rev()
-            .find(|(_, m)| marker_of(m).is_some() || is_native_marker(m));
-        let (head, start) = match latest {
-            Some((at, m)) => match marker_of(m) {
-                Some(marker) => {
-                    previous = Some(marker);
-                    (at, at)
-                }
-                None => (at + 1, at + 1),
-            },
+        let (start, previous) = match latest_marker(messages) {
+            Some((at, Some(marker))) => (at, Some(marker)),
+            Some((at, None)) => (at + 1, None),
             None => {
-                let systems = messages
-                    .iter()
-                    .take_while(|m| m.role() == Role::System)
-                    .count();
+                let systems = leading_systems(messages);
                 let mut head = systems;
                 if let Some(first) = messages.get(systems) {
                     if first.role() == Role::User && !has_results(first) {
@@ -714,10 +711,9 @@ impl CompactPlan {
                         }
                     }
                 }
-                (head, head)
+                (head, None)
             }
         };
-        let _ = head;
         let mut split = self.split(start);
         let body_start = start + usize::from(previous.is_some());
         if split <= body_start {
@@ -727,7 +723,7 @@ impl CompactPlan {
                 "nothing to compact: every message after the kept head is among the recent turns"
                     .to_owned()
             });
-            return Ok(());
+            return;
         }
         // the marker's shape, and the messages it replaces
         let format = self.conversation.format();
@@ -753,7 +749,7 @@ impl CompactPlan {
                     "nothing to compact: no cut leaves the roles alternating as Anthropic requires"
                         .to_owned(),
                 );
-                return Ok(());
+                return;
             };
             split = s;
             match (shape, before) {
@@ -765,14 +761,11 @@ impl CompactPlan {
         } else {
             (start, MarkerShape::AfterBlocks, previous_lead)
         };
+        let systems = leading_systems(messages);
         let first_request = messages
-            .iter()
-            .position(|m| m.role() != Role::System)
-            .filter(|&i| {
-                messages
-                    .get(i)
-                    .is_some_and(|m| m.role() == Role::User && !has_results(m))
-            });
+            .get(systems)
+            .is_some_and(|m| m.role() == Role::User && !has_results(m))
+            .then_some(systems);
         let work = Work {
             start,
             head,
@@ -783,9 +776,8 @@ impl CompactPlan {
             previous,
             first_summarized,
         };
-        self.prepare(&work, counter)?;
+        self.prepare(&work);
         self.work = Some(work);
-        Ok(())
     }
 
     /// Where the recent messages start, at or after `start`.
@@ -845,7 +837,7 @@ impl CompactPlan {
     }
 
     /// The archive, the summary request and the flush request for `work`.
-    fn prepare(&mut self, work: &Work, _counter: &mut Counter) -> Result<(), CompactError> {
+    fn prepare(&mut self, work: &Work) {
         let messages = self.conversation.messages();
         let body_start = work.start + usize::from(work.previous.is_some());
         let span = messages.get(body_start..work.split).unwrap_or_default();
@@ -926,7 +918,6 @@ impl CompactPlan {
                 true,
             );
         }
-        Ok(())
     }
 
     /// The saves to make before the summarizer is called: the archive's JSON and transcript.
@@ -1101,8 +1092,8 @@ impl CompactPlan {
             )
             .collect();
         let span_in_input = Span {
-            from: input_index(&self.origin, work.head, true),
-            to: input_index(&self.origin, work.split, false),
+            from: input_index(&self.origin, work.head),
+            to: input_index(&self.origin, work.split),
         };
         self.state.push(Overlay {
             marker: CompactionMarker {
@@ -1178,27 +1169,17 @@ impl CompactPlan {
     }
 }
 
-/// The input index of planned message `at` (or the nearest kept one, forward or back).
-fn input_index(origin: &[Option<usize>], at: usize, from: bool) -> usize {
-    if from {
-        origin
-            .get(at..)
-            .unwrap_or_default()
-            .iter()
-            .flatten()
-            .next()
-            .copied()
-            .unwrap_or(origin.len())
-    } else {
-        origin
-            .get(at..)
-            .unwrap_or_default()
-            .iter()
-            .flatten()
-            .next()
-            .copied()
-            .unwrap_or_else(|| origin.iter().flatten().max().map_or(0, |m| m + 1))
-    }
+/// The input index of planned message `at`: the first message from `at` on that is the
+/// input's own, or one past the last input message.
+fn input_index(origin: &[Option<usize>], at: usize) -> usize {
+    origin
+        .get(at..)
+        .unwrap_or_default()
+        .iter()
+        .flatten()
+        .next()
+        .copied()
+        .unwrap_or_else(|| origin.iter().flatten().max().map_or(0, |m| m + 1))
 }
 
 /// The tokens of one message as it would be counted in `conv` (framing included).

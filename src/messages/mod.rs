@@ -44,6 +44,9 @@ use serde_json::Value;
 
 pub use compaction::{is_native_compaction, CompactionMarker, COMPACTION_TAG};
 pub use detect::{detect_format, FormatVotes};
+// NOTE: for the context bindings (wasm32, `full`), which name JSON types as the reader does.
+#[cfg(all(target_arch = "wasm32", feature = "full"))]
+pub(crate) use error::type_name;
 pub use error::{ParseError, ParseErrorKind};
 pub use model::{
     Conversation, EditError, Format, Message, Part, PartKind, ResultShape, Role, Segment, ToolInput,

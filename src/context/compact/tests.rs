@@ -45,17 +45,28 @@ fn planned(v: &Value, state: SessionState) -> CompactPlan {
     plan(read(v), &options(), state, &mut Counter::new()).unwrap()
 }
 
+/// Finishing a plan whose archive was stored, with a summary.
+trait Summarized {
+    fn summarized(self, text: &str) -> Compacted;
+}
+
+impl Summarized for CompactPlan {
+    fn summarized(self, text: &str) -> Compacted {
+        self.finish(
+            &[Outcome::Saved, Outcome::Saved],
+            SummaryOutcome::Text(text.into()),
+            None,
+        )
+    }
+}
+
 const SUMMARY: &str =
     "Intent: fix the failing test. Progress: read the export code. State: reading.";
 
 fn compacted(v: &Value, state: SessionState) -> Compacted {
     let p = planned(v, state);
     assert!(p.has_work());
-    p.finish(
-        &[Outcome::Saved, Outcome::Saved],
-        SummaryOutcome::Text(SUMMARY.into()),
-        None,
-    )
+    p.summarized(SUMMARY)
 }
 
 #[test]
@@ -212,11 +223,7 @@ fn a_later_compaction_folds_the_previous_summary_in() {
         .unwrap()
         .previous
         .is_some());
-    let second = p.finish(
-        &[Outcome::Saved, Outcome::Saved],
-        SummaryOutcome::Text("Both summaries folded.".into()),
-        None,
-    );
+    let second = p.summarized("Both summaries folded.");
     let marker = second.marker.unwrap();
     assert_eq!(marker.number, 2);
     let span = second.report.span.unwrap();
@@ -271,11 +278,7 @@ fn stacked_compactions_reapply_to_the_full_history() {
     let part2 = Value::Array(list[..100].to_vec());
     let p = planned(&part2, one.state.clone().unwrap());
     assert_eq!(p.reapplied, Some(1));
-    let two = p.finish(
-        &[Outcome::Saved, Outcome::Saved],
-        SummaryOutcome::Text("Second.".into()),
-        None,
-    );
+    let two = p.summarized("Second.");
     assert_eq!(two.marker.as_ref().unwrap().number, 2);
     let state = two.state.clone().unwrap();
     assert!(state.compactions[1].chain.is_some());
@@ -328,11 +331,7 @@ fn the_cut_never_falls_inside_a_tool_exchange() {
             if !p.has_work() {
                 continue;
             }
-            let out = p.finish(
-                &[Outcome::Saved, Outcome::Saved],
-                SummaryOutcome::Text("s".into()),
-                None,
-            );
+            let out = p.summarized("s");
             assert!(
                 validate_conversation(&out.conversation, &MessagesOptions::default()).is_empty(),
                 "keep {keep} tokens {tokens:?}"
@@ -370,11 +369,7 @@ fn markers_are_written_in_each_format_and_recognised() {
             &mut Counter::new(),
         )
         .unwrap();
-        let out = p.finish(
-            &[Outcome::Saved, Outcome::Saved],
-            SummaryOutcome::Text("s".into()),
-            None,
-        );
+        let out = p.summarized("s");
         assert_eq!(out.report.outcome, CompactOutcome::Compacted, "{input}");
         let value = out.conversation.to_value();
         let back = read(&value);
@@ -410,11 +405,7 @@ fn provider_native_compaction_starts_the_span_after_it() {
     };
     let out = plan(conv, &o, SessionState::default(), &mut Counter::new())
         .unwrap()
-        .finish(
-            &[Outcome::Saved, Outcome::Saved],
-            SummaryOutcome::Text("s".into()),
-            None,
-        );
+        .summarized("s");
     let span = out.report.span.unwrap();
     assert_eq!((span.from, span.to), (2, 4));
     assert!(is_native_marker(&out.conversation.messages()[1]));
@@ -432,11 +423,7 @@ fn a_first_request_over_a_quarter_of_the_window_is_summarized_and_its_details_pi
         ..options()
     };
     let p = plan(read(&v), &o, SessionState::default(), &mut Counter::new()).unwrap();
-    let out = p.finish(
-        &[Outcome::Saved, Outcome::Saved],
-        SummaryOutcome::Text("short".into()),
-        None,
-    );
+    let out = p.summarized("short");
     assert!(out.report.first_request_summarized);
     assert_eq!(out.report.span.unwrap().from, 1);
     assert_eq!(marker_of(&out.conversation.messages()[1]).unwrap().head, 1);
@@ -480,11 +467,7 @@ fn the_flush_runs_once_per_cycle_before_the_summary() {
     let state = out.state.unwrap();
     let p = plan(read(&input), &o, state, &mut Counter::new()).unwrap();
     assert!(p.flush_request().is_none());
-    let out = p.finish(
-        &[Outcome::Saved, Outcome::Saved],
-        SummaryOutcome::Text(SUMMARY.into()),
-        None,
-    );
+    let out = p.summarized(SUMMARY);
     assert_eq!(out.report.outcome, CompactOutcome::Compacted);
     // the next cycle flushes again, before the next compaction
     let state = out.state.unwrap();
