@@ -22,6 +22,7 @@ use crate::context::offload::{self, OffloadOptions, OffloadPlan, ResultPlan};
 use crate::context::recovery::{self, GrepOptions, Pattern, RecordHeader};
 use crate::context::state::{self, SessionState};
 use crate::context::{evict, prune, Outcome, Report, Save};
+use crate::counting::CountMessagesError;
 use crate::messages::{
     self, type_name as type_name_of_json, Conversation, Format, MessagesOptions,
 };
@@ -615,7 +616,13 @@ pub fn plan_compact(
     })
     .map_err(|err| match err {
         compact::CompactError::Options { path, reason } => ContextError::options(path, reason),
-        other => ContextError::options("options", other.to_string()),
+        compact::CompactError::Count(CountMessagesError::Parse(err)) => ContextError::from(err),
+        compact::CompactError::Count(CountMessagesError::Options(err)) => {
+            ContextError::options("options", err.to_string())
+        }
+        compact::CompactError::Count(CountMessagesError::Count(err)) => {
+            ContextError::internal(err.to_string())
+        }
     })?;
     Ok(CompactPlanJs {
         plan: Some(plan),

@@ -1092,7 +1092,7 @@ impl CompactPlan {
             )
             .collect();
         let span_in_input = Span {
-            from: input_index(&self.origin, work.head),
+            from: span_start(&self.origin, work.head),
             to: input_index(&self.origin, work.split),
         };
         self.state.push(Overlay {
@@ -1180,6 +1180,21 @@ fn input_index(origin: &[Option<usize>], at: usize) -> usize {
         .next()
         .copied()
         .unwrap_or_else(|| origin.iter().flatten().max().map_or(0, |m| m + 1))
+}
+
+/// The input index where planned message `at` starts: its own, or when it is a re-applied
+/// marker (not the input's) the first input message it stands for, after the last kept one.
+fn span_start(origin: &[Option<usize>], at: usize) -> usize {
+    match origin.get(at) {
+        Some(Some(i)) => *i,
+        _ => origin
+            .get(..at)
+            .unwrap_or_default()
+            .iter()
+            .flatten()
+            .last()
+            .map_or(0, |i| i + 1),
+    }
 }
 
 /// The tokens of one message as it would be counted in `conv` (framing included).

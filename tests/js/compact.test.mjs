@@ -275,5 +275,10 @@ test("bad options are ContextKeeperErrors naming the option", async () => {
     await assert.rejects(compact(agent(6), options), (e) => e instanceof ContextKeeperError && e.kind === "options" && e.path === path, JSON.stringify(options));
   }
   await assert.rejects(compact([{ role: "user", content: 5 }], { store, sessionId: "s" }), (e) => e instanceof ContextKeeperError && e.kind === "messages" && /messages\[0\]\.content/.test(e.message));
+  // a request object's bad field is an error of the messages, naming the field
+  await assert.rejects(
+    compact({ tools: [1], messages: agent(6) }, { store, sessionId: "s" }),
+    (e) => e instanceof ContextKeeperError && e.kind === "messages" && e.path === "tools[0]" && /tools\[0\]: expected a tool definition object/.test(e.message),
+  );
   await assert.rejects(readArchive({ key: ["context-keeper", "s", "archive", "0009-x"] }, { store }), (e) => e.kind === "notFound");
 });

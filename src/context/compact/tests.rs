@@ -279,6 +279,13 @@ fn stacked_compactions_reapply_to_the_full_history() {
     let p = planned(&part2, one.state.clone().unwrap());
     assert_eq!(p.reapplied, Some(1));
     let two = p.summarized("Second.");
+    // the span is in the full history's indices: from the head, through the re-applied marker
+    let span = two.report.span.unwrap();
+    assert_eq!(span.from, 2);
+    assert_eq!(
+        two.marker.as_ref().unwrap().archived_messages as usize,
+        span.to - 2
+    );
     assert_eq!(two.marker.as_ref().unwrap().number, 2);
     let state = two.state.clone().unwrap();
     assert!(state.compactions[1].chain.is_some());
