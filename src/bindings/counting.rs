@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use wasm_bindgen::prelude::*;
 
-use super::error::ArgumentError;
+use super::error::{to_js_error, ArgumentError, Thrown};
 use super::memo::{self, Learnt};
 use super::{enter, json_value, type_name, walk, CONVERSATION};
 use crate::counting::{self, CountMessagesError, CountMessagesOptions, MessagesCount};
@@ -209,13 +209,13 @@ export function modelInfo(model: string, options?: ModelInfoOptions | null): Mod
  * Counts a conversation (OpenAI, Anthropic or AI SDK, detected) per message, per role and per
  * kind, with the provider's framing, tool definitions and images by the provider's rule.
  * Per-message counts are memoized, so counting again after an append costs about the new
- * message. Throws a TypeError naming the message index and field for bad input, a RangeError
- * for an unknown encoding or format.
+ * message. Throws a `ContextKeeperError`: of kind "messages" naming the message index and
+ * field for bad input, "encoding" for an unknown encoding, "options" for another bad option.
  *
  * `messages` is the list, or a request object holding it: `{ model, system, tools,
  * tool_choice, messages }` (the AI SDK's `{ model, system, tools, toolChoice, messages }`,
  * its model object read by its `modelId`). A field of the request object of the wrong type
- * throws a TypeError naming it (`model: expected a string ...`, `tools[2]: expected a tool
+ * throws an error naming it (`model: expected a string ...`, `tools[2]: expected a tool
  * definition object, found null`), as does a `system` that no format has (an object).
  *
  * AI SDK `UIMessage`s (what `useChat` holds: `parts`, no `content`) count as
@@ -268,7 +268,7 @@ pub enum CountingError {
     Argument(#[from] ArgumentError),
     #[error(transparent)]
     Count(#[from] CountMessagesError),
-    /// A number out of range (a negative limit).
+    /// The limit is out of range (negative).
     #[error("{0}")]
     Range(String),
     /// A defect of ours, not of the input.
@@ -276,22 +276,29 @@ pub enum CountingError {
     Internal(String),
 }
 
+impl Thrown for CountingError {
+    fn kind(&self) -> &'static str {
+        match self {
+            CountingError::Argument(err) => err.kind(),
+            CountingError::Count(err) => err.kind(),
+            CountingError::Range(_) => "options",
+            CountingError::Internal(_) => "internal",
+        }
+    }
+
+    fn path(&self) -> Option<String> {
+        match self {
+            CountingError::Argument(err) => err.path(),
+            CountingError::Count(err) => err.path(),
+            CountingError::Range(_) => Some("limit".to_owned()),
+            CountingError::Internal(_) => None,
+        }
+    }
+}
+
 impl From<CountingError> for JsValue {
     fn from(err: CountingError) -> Self {
-        let message = err.to_string();
-        match err {
-            CountingError::Argument(err) => err.into(),
-            CountingError::Count(CountMessagesError::Options(e)) if e.is_range_error() => {
-                js_sys::RangeError::new(&message).into()
-            }
-            CountingError::Count(CountMessagesError::Options(_) | CountMessagesError::Parse(_)) => {
-                js_sys::TypeError::new(&message).into()
-            }
-            CountingError::Range(_) => js_sys::RangeError::new(&message).into(),
-            CountingError::Count(CountMessagesError::Count(_)) | CountingError::Internal(_) => {
-                js_sys::Error::new(&message).into()
-            }
-        }
+        to_js_error(&err)
     }
 }
 
