@@ -2,3 +2,4 @@
 export * from "./web/context_keeper.js";
 export { default } from "./web/context_keeper.js";
 export * from "./context/index.js";
+export * from "./errors.js";

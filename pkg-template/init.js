@@ -1,10 +1,25 @@
 // The entry for callers who bring the .wasm themselves (a CDN, a custom loader, a service
-// worker cache): nothing is loaded until `await init(source)` or `initSync({ module })`. The
-// context functions bind to the instance lazily, so they work once it is initialised.
-import * as core from "./web/context_keeper.js";
+// worker cache): nothing is loaded until `await init(source)` or `initSync({ module })`, which
+// also register the error class with the instance. The context functions bind to the instance
+// lazily, so they work once it is initialised.
+import initWasm, * as core from "./web/context_keeper.js";
+import { registerErrorClass } from "./errors.js";
 import { bindContext } from "./context/index.js";
 
-export { default, initSync } from "./web/context_keeper.js";
 export * from "./web/context_keeper.js";
-export { ContextKeeperError } from "./context/index.js";
+export { ContextKeeperError } from "./errors.js";
 export const { pruneMessages, evictToolInputs, offloadToolResult, offloadMessages, readOffloaded, listOffloaded, grepOffloaded, recoveryTools, runRecoveryTool, compact, readArchive, activeMessages } = bindContext(core);
+
+/** Instantiates the wasm (see the web build's `init`). */
+export default async function init(source) {
+  const exports = await initWasm(source);
+  registerErrorClass(core);
+  return exports;
+}
+
+/** Instantiates the wasm synchronously (see the web build's `initSync`). */
+export function initSync(source) {
+  const exports = core.initSync(source);
+  registerErrorClass(core);
+  return exports;
+}

@@ -3,10 +3,12 @@
 // synchronously. scripts/build.mjs copies this file into each subpath entry's directory.
 import wasm from "./web/context_keeper_bg.wasm";
 import * as core from "./web/context_keeper.js";
+import { registerErrorClass } from "./errors.js";
 import { bindContext } from "./context/index.js"; // context
 
 core.initSync({ module: wasm });
+registerErrorClass(core);
 
 export * from "./web/context_keeper.js";
-export { ContextKeeperError } from "./context/index.js"; // context
+export { ContextKeeperError } from "./errors.js";
 export const { pruneMessages, evictToolInputs, offloadToolResult, offloadMessages, readOffloaded, listOffloaded, grepOffloaded, recoveryTools, runRecoveryTool, compact, readArchive, activeMessages } = bindContext(core); // context

@@ -20,26 +20,6 @@ import type {
 } from "../node/context_keeper.js";
 import type { Store } from "../stores/index.js";
 
-/** What went wrong in a function of the context layer. */
-export type ContextErrorKind =
-  | "messages"    // the conversation is not one of its format; `path` names index and field
-  | "options"     // an option is wrong; `path` names it
-  | "store"       // the store threw, rejected or returned something that is not a value
-  | "timeout"     // the store did not settle within `timeoutMs`
-  | "notFound"    // no offloaded output has that id
-  | "corrupt"     // the stored output does not match what was saved
-  | "pattern"     // the search pattern does not compile
-  | "internal";
-
-/** The one error class of the context layer. */
-export class ContextKeeperError extends Error {
-  constructor(message: string, options?: { kind?: ContextErrorKind; path?: string | null; cause?: unknown });
-  readonly name: "ContextKeeperError";
-  readonly kind: ContextErrorKind;
-  /** The place at fault: `messages[3].content[0].text`, `options.limitTokens`. */
-  readonly path: string | null;
-}
-
 /** The store calls of the async functions: where, and how long each may take. */
 export interface StoreOptions {
   store: Store;

@@ -5,15 +5,7 @@
 // own wasm instance (`bindContext(core)`), so no Rust lock or borrow is held while a store or a
 // callback runs, and a callback that calls back into the package is safe.
 
-/** The one error class of the context layer: `kind` says what failed, `path` where. */
-export class ContextKeeperError extends Error {
-  constructor(message, { kind = "internal", path = null, cause } = {}) {
-    super(message, cause === undefined ? undefined : { cause });
-    this.name = "ContextKeeperError";
-    this.kind = kind;
-    this.path = path;
-  }
-}
+import { ContextKeeperError } from "../errors.js";
 
 /** How long a store call may take before it counts as failed. */
 export const DEFAULT_TIMEOUT_MS = 10_000;
@@ -109,27 +101,19 @@ function aiSchema(schema) {
 
 /**
  * Binds the driver to one wasm instance's core exports. Returns null for a build without the
- * context layer (the lite entry).
+ * context layer (the lite entry). The entry module registers the error class with the
+ * instance (errors.js); the functions reach the instance only when called, so the ./init
+ * entry can bind them before its wasm is instantiated.
  */
 export function bindContext(core) {
   if (typeof core.__ckPrune !== "function") return null;
-  let registered = false;
-  // NOTE: registered on first use, not here: the ./init entry's wasm is not instantiated yet
-  // when this module is evaluated.
-  const ready = () => {
-    if (!registered) {
-      core.__ckRegisterErrorClass(ContextKeeperError);
-      registered = true;
-    }
-    return core;
-  };
 
   function pruneMessages(messages, options) {
-    return ready().__ckPrune(messages, checkObject(options, "options"));
+    return core.__ckPrune(messages, checkObject(options, "options"));
   }
 
   function evictToolInputs(messages, options) {
-    return ready().__ckEvict(messages, checkObject(options, "options"));
+    return core.__ckEvict(messages, checkObject(options, "options"));
   }
 
   /** Saves each distinct key once; returns per save `null` (confirmed) or the reason. */
@@ -157,7 +141,7 @@ export function bindContext(core) {
 
   async function offloadMessages(messages, options) {
     const { store, timeoutMs, rest } = offloadOptions(options);
-    const plan = ready().__ckPlanOffload(messages, rest);
+    const plan = core.__ckPlanOffload(messages, rest);
     try {
       const outcomes = await performSaves(store, plan.saves(), timeoutMs);
       return plan.apply(outcomes);
@@ -168,7 +152,7 @@ export function bindContext(core) {
 
   async function offloadToolResult(result, options) {
     const { store, timeoutMs, rest } = offloadOptions(options);
-    const plan = ready().__ckPlanResult(result, rest);
+    const plan = core.__ckPlanResult(result, rest);
     try {
       const save = plan.save();
       if (save === undefined) return plan.apply(null);
@@ -180,7 +164,7 @@ export function bindContext(core) {
   }
 
   async function loadRecord(store, sessionId, id, timeoutMs) {
-    const key = Array.from(ready().__ckOffloadKey(sessionId, id));
+    const key = Array.from(core.__ckOffloadKey(sessionId, id));
     const loaded = await attempt(() => store.load(key), timeoutMs);
     if (!loaded.ok) throw storeError("load", loaded, key);
     if (loaded.value === undefined) {
@@ -193,7 +177,7 @@ export function bindContext(core) {
   }
 
   async function loadSession(store, sessionId, timeoutMs) {
-    const prefix = Array.from(ready().__ckOffloadKey(sessionId, undefined));
+    const prefix = Array.from(core.__ckOffloadKey(sessionId, undefined));
     const loaded = await attempt(() => store.loadRange(prefix), timeoutMs);
     if (!loaded.ok) throw storeError("loadRange", loaded, prefix);
     if (!Array.isArray(loaded.value)) {
@@ -212,7 +196,7 @@ export function bindContext(core) {
     const limit = checkCount(options.limit, "options.limit", 200);
     const lineChars = checkCount(options.lineChars, "options.lineChars", 300);
     const bytes = await loadRecord(store, sessionId, id, timeoutMs);
-    return ready().__ckRead(id, bytes, offset, limit, lineChars);
+    return core.__ckRead(id, bytes, offset, limit, lineChars);
   }
 
   async function listOffloaded(options) {
@@ -220,7 +204,7 @@ export function bindContext(core) {
     const store = checkStore(options.store);
     const sessionId = checkSession(options.sessionId);
     const entries = await loadSession(store, sessionId, checkTimeout(options.timeoutMs));
-    const listed = ready().__ckList(entries);
+    const listed = core.__ckList(entries);
     return { offloads: listed.headers, damaged: listed.damaged, rendered: listed.rendered };
   }
 
@@ -233,12 +217,12 @@ export function bindContext(core) {
     let entries;
     if (options.id !== undefined && options.id !== null) {
       if (typeof options.id !== "string") throw optionsError("options.id", `expected a string, found ${typeOf(options.id)}`);
-      const key = Array.from(ready().__ckOffloadKey(sessionId, options.id));
+      const key = Array.from(core.__ckOffloadKey(sessionId, options.id));
       entries = [{ key, data: await loadRecord(store, sessionId, options.id, timeoutMs) }];
     } else {
       entries = await loadSession(store, sessionId, timeoutMs);
     }
-    return ready().__ckGrep(pattern, entries, coreOptions(options, ["store", "sessionId", "timeoutMs", "id"]));
+    return core.__ckGrep(pattern, entries, coreOptions(options, ["store", "sessionId", "timeoutMs", "id"]));
   }
 
   /** Arguments as the model sent them: an object, or OpenAI's JSON text. */
@@ -289,7 +273,7 @@ export function bindContext(core) {
   }
 
   function recoveryTools(format = "openai", options) {
-    const definitions = ready().__ckToolDefinitions(format === "ai-sdk" ? "aisdk" : format);
+    const definitions = core.__ckToolDefinitions(format === "ai-sdk" ? "aisdk" : format);
     if (format === "openai" || format === "anthropic") return definitions;
     const context = options === undefined ? undefined : checkObject(options, "options");
     if (context !== undefined) {

@@ -6,8 +6,6 @@
 //! Conversations are read whole by the walk ([`walk`]) and written back as the caller's own
 //! objects for every message no tier edited.
 
-use std::cell::RefCell;
-
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
@@ -26,48 +24,6 @@ use crate::counting::CountMessagesError;
 use crate::messages::{
     self, type_name as type_name_of_json, Conversation, Format, MessagesOptions,
 };
-
-thread_local! {
-    /// The driver's `ContextKeeperError` class, registered once per instance
-    /// ([`register_error_class`]); errors are made with it so they are `instanceof` it.
-    static ERROR_CLASS: RefCell<Option<js_sys::Function>> = const { RefCell::new(None) };
-}
-
-/// Registers the class errors of the context layer are made with.
-#[wasm_bindgen(js_name = __ckRegisterErrorClass, skip_typescript)]
-pub fn register_error_class(class: js_sys::Function) {
-    ERROR_CLASS.with(|slot| *slot.borrow_mut() = Some(class));
-}
-
-impl From<ContextError> for JsValue {
-    fn from(err: ContextError) -> Self {
-        context_error_to_js(&err)
-    }
-}
-
-/// The error as a JS value: an instance of the registered class, or an `Error` with the same
-/// `name`, `kind` and `path`.
-fn context_error_to_js(err: &ContextError) -> JsValue {
-    let message = JsValue::from_str(&err.to_string());
-    let options = js_sys::Object::new();
-    let _ = js_sys::Reflect::set(&options, &"kind".into(), &err.kind().into());
-    if let Some(path) = err.path() {
-        let _ = js_sys::Reflect::set(&options, &"path".into(), &path.into());
-    }
-    let made = ERROR_CLASS.with(|slot| {
-        let class = slot.borrow().clone()?;
-        js_sys::Reflect::construct(&class, &js_sys::Array::of2(&message, &options)).ok()
-    });
-    if let Some(made) = made {
-        return made;
-    }
-    let error = js_sys::Error::new(&err.to_string());
-    error.set_name("ContextKeeperError");
-    let _ = js_sys::Reflect::set(&error, &"kind".into(), &err.kind().into());
-    let path = err.path().map_or(JsValue::NULL, |p| p.into());
-    let _ = js_sys::Reflect::set(&error, &"path".into(), &path);
-    error.into()
-}
 
 /// Options read as JSON and deserialized with the path of a bad field: `options.limitTokens`.
 /// With `format`, the `format` option (which the tiers' options do not have) is taken out

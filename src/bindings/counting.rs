@@ -11,11 +11,12 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 use wasm_bindgen::prelude::*;
 
-use super::error::ArgumentError;
-use super::memo::{self, Learnt};
+use super::error::{to_js_error, ArgumentError, Thrown};
+use super::memo;
 use super::{enter, json_value, type_name, walk, CONVERSATION};
-use crate::counting::{self, CountMessagesError, CountMessagesOptions, MessagesCount};
-use crate::messages::{self, parse_messages_value, Format, FormatVotes};
+use crate::counting::{
+    self, CountMessagesError, CountMessagesOptions, ListCount, Listed, MessagesCount,
+};
 
 #[wasm_bindgen(typescript_custom_section)]
 const TS_COUNTING: &'static str = r#"
@@ -209,13 +210,13 @@ export function modelInfo(model: string, options?: ModelInfoOptions | null): Mod
  * Counts a conversation (OpenAI, Anthropic or AI SDK, detected) per message, per role and per
  * kind, with the provider's framing, tool definitions and images by the provider's rule.
  * Per-message counts are memoized, so counting again after an append costs about the new
- * message. Throws a TypeError naming the message index and field for bad input, a RangeError
- * for an unknown encoding or format.
+ * message. Throws a `ContextKeeperError`: of kind "messages" naming the message index and
+ * field for bad input, "encoding" for an unknown encoding, "options" for another bad option.
  *
  * `messages` is the list, or a request object holding it: `{ model, system, tools,
  * tool_choice, messages }` (the AI SDK's `{ model, system, tools, toolChoice, messages }`,
  * its model object read by its `modelId`). A field of the request object of the wrong type
- * throws a TypeError naming it (`model: expected a string ...`, `tools[2]: expected a tool
+ * throws an error naming it (`model: expected a string ...`, `tools[2]: expected a tool
  * definition object, found null`), as does a `system` that no format has (an object).
  *
  * AI SDK `UIMessage`s (what `useChat` holds: `parts`, no `content`) count as
@@ -268,7 +269,7 @@ pub enum CountingError {
     Argument(#[from] ArgumentError),
     #[error(transparent)]
     Count(#[from] CountMessagesError),
-    /// A number out of range (a negative limit).
+    /// The limit is out of range (negative).
     #[error("{0}")]
     Range(String),
     /// A defect of ours, not of the input.
@@ -276,22 +277,29 @@ pub enum CountingError {
     Internal(String),
 }
 
+impl Thrown for CountingError {
+    fn kind(&self) -> &'static str {
+        match self {
+            CountingError::Argument(err) => err.kind(),
+            CountingError::Count(err) => err.kind(),
+            CountingError::Range(_) => "options",
+            CountingError::Internal(_) => "internal",
+        }
+    }
+
+    fn path(&self) -> Option<String> {
+        match self {
+            CountingError::Argument(err) => err.path(),
+            CountingError::Count(err) => err.path(),
+            CountingError::Range(_) => Some("limit".to_owned()),
+            CountingError::Internal(_) => None,
+        }
+    }
+}
+
 impl From<CountingError> for JsValue {
     fn from(err: CountingError) -> Self {
-        let message = err.to_string();
-        match err {
-            CountingError::Argument(err) => err.into(),
-            CountingError::Count(CountMessagesError::Options(e)) if e.is_range_error() => {
-                js_sys::RangeError::new(&message).into()
-            }
-            CountingError::Count(CountMessagesError::Options(_) | CountMessagesError::Parse(_)) => {
-                js_sys::TypeError::new(&message).into()
-            }
-            CountingError::Range(_) => js_sys::RangeError::new(&message).into(),
-            CountingError::Count(CountMessagesError::Count(_)) | CountingError::Internal(_) => {
-                js_sys::Error::new(&message).into()
-            }
-        }
+        to_js_error(&err)
     }
 }
 
@@ -346,46 +354,8 @@ fn zod_json_schema(schema: &JsValue) -> Option<Value> {
         .ok()
         .flatten()
         .filter(Value::is_object)?;
-    close_objects(&mut written, 0);
+    counting::close_objects(&mut written);
     Some(written)
-}
-
-/// What the AI SDK does to the JSON Schema of a Zod 4 schema before sending it
-/// (`addAdditionalPropertiesToJsonSchema`): every object schema, down its properties and array
-/// items, gets `additionalProperties: false` unless it holds a schema there.
-fn close_objects(schema: &mut Value, depth: usize) {
-    // NOTE: the walk read at most walk::MAX_DEPTH levels; this bound only makes that plain.
-    if depth > walk::MAX_DEPTH {
-        return;
-    }
-    let Value::Object(obj) = schema else {
-        return;
-    };
-    match obj.get("type").and_then(Value::as_str) {
-        Some("object") => {
-            match obj.get_mut("additionalProperties") {
-                Some(inner @ Value::Object(_)) => close_objects(inner, depth + 1),
-                _ => {
-                    obj.insert("additionalProperties".to_owned(), Value::Bool(false));
-                }
-            }
-            if let Some(Value::Object(properties)) = obj.get_mut("properties") {
-                for property in properties.values_mut() {
-                    close_objects(property, depth + 1);
-                }
-            }
-        }
-        Some("array") => match obj.get_mut("items") {
-            Some(Value::Array(items)) => {
-                for item in items {
-                    close_objects(item, depth + 1);
-                }
-            }
-            Some(item) => close_objects(item, depth + 1),
-            None => {}
-        },
-        _ => {}
-    }
 }
 
 /// In `value`, the JSON read from `js`, replaces the Zod schema of each tool definition under
@@ -440,16 +410,10 @@ fn to_js<T: Serialize>(value: &T) -> Result<JsValue, CountingError> {
     super::to_js(value).map_err(CountingError::Internal)
 }
 
-/// A message of the list, as far as it has been read.
-enum Entry {
-    /// Remembered and unchanged ([`memo`]): read only if its count is no longer cached.
-    Known(u64, Learnt),
-    /// Read now, with its format votes; `id` when it was remembered.
-    Fresh(Option<u64>, FormatVotes, Value),
-}
-
 /// Counts a conversation, reading (walking, parsing, hashing) only the messages not counted
-/// before; see [`memo`]. `stop_above` stops the count past that many tokens.
+/// before: the core's [`ListCount`] decides, and asks for the messages it must read; [`memo`]
+/// recognises the message objects read before. `stop_above` stops the count past that many
+/// tokens.
 fn count_with(
     messages: &JsValue,
     options: &CountMessagesOptions,
@@ -460,74 +424,21 @@ fn count_with(
         let value = json_value(messages, "messages", CONVERSATION)?;
         return Ok(counting::count_value(value, options, stop_above)?);
     };
-    let mut votes = envelope
-        .as_ref()
-        .map(FormatVotes::of_envelope)
-        .unwrap_or_default();
-    let mut entries = Vec::with_capacity(list.length() as usize);
+    let mut listed = Vec::with_capacity(list.length() as usize);
     for i in 0..list.length() {
-        let message = list.get(i);
-        let known = memo::recall(&message).and_then(|id| Some((id, memo::learnt(id)?)));
-        let entry = match known {
-            Some((id, learnt)) => Entry::Known(id, learnt),
-            None => read_message(&message, i)?,
-        };
-        votes.add(match &entry {
-            Entry::Known(_, learnt) => learnt.votes,
-            Entry::Fresh(_, message_votes, _) => *message_votes,
-        });
-        entries.push(entry);
+        listed.push(list_message(&list.get(i), i)?);
     }
-    let format = options.format.or(votes.winner()).unwrap_or(Format::OpenAi);
-    // NOTE: the request object without its messages: its system prompt, model and tools.
-    let head = match envelope {
-        None => Value::Array(Vec::new()),
-        Some(mut envelope) => {
-            envelope.insert("messages".to_owned(), Value::Array(Vec::new()));
-            Value::Object(envelope)
-        }
-    };
-    let head = parse_messages_value(head, &counting::messages_options(Some(format)))
-        .map_err(CountMessagesError::from)?;
-    // NOTE: the default counter is locked only inside each `with_default_counter` call below,
-    // never while a message is read from JS (`walk::read_item`).
-    let mut counting =
-        counting::with_default_counter(|counter| counter.start(&head, options, stop_above))?;
-    for (i, entry) in (0u32..).zip(entries) {
-        if counting.stopped() {
-            break;
-        }
-        let (id, votes, value) = match entry {
-            Entry::Known(id, learnt) => {
-                if let Some((read_as, role, key)) = learnt.counted {
-                    let counted = read_as == format
-                        && counting::with_default_counter(|counter| {
-                            counting.add_known(role, key, counter.cache_mut())
-                        });
-                    if counted {
-                        continue;
-                    }
-                }
-                // NOTE: its snapshot still matches, so it keeps its id; only its value is needed
-                // (for another format, other rules, or a count the cache let go).
-                let value = walk::read_item(&list.get(i), i)
-                    .map_err(|e| ArgumentError::not_json(&format!("messages[{i}]"), e))?
-                    .unwrap_or(Value::Null);
-                (Some(id), learnt.votes, value)
-            }
-            Entry::Fresh(id, votes, value) => (id, votes, value),
-        };
-        let message = messages::parse_message(format, value)
-            .map_err(|e| CountMessagesError::from(e.under(format_args!("messages[{i}]"))))?;
-        let key =
-            counting::with_default_counter(|counter| counting.add(&message, counter.cache_mut()))
-                .map_err(CountMessagesError::from)?;
-        if let Some(id) = id {
-            let counted = Some((format, message.role(), key));
-            memo::learn(id, Learnt { votes, counted });
-        }
+    // NOTE: the default counter is locked only inside each `with_default_counter` call, never
+    // while a message is read from JS (`walk::read_item`), whose getters may call back in.
+    let mut count = counting::with_default_counter(|counter| {
+        ListCount::start(counter, envelope, listed, options, stop_above)
+    })?;
+    while let Some(i) = counting::with_default_counter(|counter| count.advance(counter))? {
+        let value = walk::read_item(&list.get(i), i)
+            .map_err(|e| ArgumentError::not_json(&format!("messages[{i}]"), e))?;
+        count.supply(value.unwrap_or(Value::Null));
     }
-    Ok(counting.finish(format))
+    Ok(count.finish())
 }
 
 /// A conversation's message list, and the request object around it (its other fields).
@@ -561,25 +472,30 @@ fn split(messages: &JsValue) -> Result<Option<Parts>, ArgumentError> {
     }
 }
 
-/// Reads message `i` afresh, remembering it when it can be.
-fn read_message(message: &JsValue, i: u32) -> Result<Entry, ArgumentError> {
+/// Message `i` of the list for the core: known (remembered, and reading as it did then), or
+/// read now and remembered when it can be.
+fn list_message(message: &JsValue, i: u32) -> Result<Listed, ArgumentError> {
     let in_message = |err| ArgumentError::not_json(&format!("messages[{i}]"), err);
     if !message.is_object() {
         let value = walk::read_item(message, i).map_err(in_message)?;
-        return Ok(Entry::Fresh(
-            None,
-            FormatVotes::default(),
-            value.unwrap_or(Value::Null),
-        ));
+        return Ok(Listed::read(value.unwrap_or(Value::Null), None));
+    }
+    if let Some(id) = memo::recall(message) {
+        let known = counting::with_default_counter(|c| Listed::recall(id, c.memo_mut()));
+        if let Some(known) = known {
+            return Ok(known);
+        }
     }
     let (value, snapshot) = walk::read_item_with_snapshot(message, i).map_err(in_message)?;
     let value = value.unwrap_or(Value::Null);
-    let votes = FormatVotes::of_message(&value);
-    let id = snapshot.map(|snapshot| {
-        let counted = None;
-        memo::remember(message, snapshot, Learnt { votes, counted })
-    });
-    Ok(Entry::Fresh(id, votes, value))
+    let Some(snapshot) = snapshot else {
+        return Ok(Listed::read(value, None));
+    };
+    let listed = counting::with_default_counter(|c| Listed::read(value, Some(c.memo_mut())));
+    if let Some(id) = listed.id() {
+        memo::remember(message, snapshot, id);
+    }
+    Ok(listed)
 }
 
 #[wasm_bindgen(js_name = modelInfo, skip_typescript)]
@@ -690,7 +606,6 @@ pub fn calibrate(usage: JsValue) -> Result<JsValue, CountingError> {
 pub fn clear_count_cache() {
     enter();
     counting::clear_count_cache();
-    memo::clear();
 }
 
 /// Forgets every ratio {@link calibrate} recorded.

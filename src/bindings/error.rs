@@ -1,12 +1,78 @@
-//! Errors as they cross into JavaScript: each becomes an `Error` object of a fitting class
-//! (`TypeError` for a wrong type, `RangeError` for an unknown name), never a bare string.
+//! Errors as they cross into JavaScript. Every export throws one class, the package's
+//! `ContextKeeperError` (pkg-template/errors.js), with `kind` (what failed: "messages",
+//! "options", "encoding", ...) and `path` (where: `messages[3].content[1].tool_use_id`,
+//! `options.model`), never a bare string. Each error enum here says its kind and path
+//! ([`Thrown`]); [`to_js_error`] makes the object.
 
-use wasm_bindgen::JsValue;
+use std::cell::RefCell;
+
+use wasm_bindgen::prelude::*;
 
 use super::walk::WalkError;
+use crate::counting::{CountMessagesError, OptionsError};
 use crate::encoding::CountError;
 use crate::messages::{Format, ParseError};
 use crate::model::ResolveError;
+
+thread_local! {
+    /// The package's `ContextKeeperError` class, registered by every entry module as soon as
+    /// its wasm instance is ready ([`register_error_class`]); errors are made with it so they
+    /// are `instanceof` it.
+    static ERROR_CLASS: RefCell<Option<js_sys::Function>> = const { RefCell::new(None) };
+}
+
+/// Registers the class every export's errors are made with.
+#[wasm_bindgen(js_name = __ckRegisterErrorClass, skip_typescript)]
+pub fn register_error_class(class: js_sys::Function) {
+    ERROR_CLASS.with(|slot| *slot.borrow_mut() = Some(class));
+}
+
+/// An error as JS sees it: its `kind` and `path`; its message is its `Display`.
+pub trait Thrown: std::fmt::Display {
+    /// The error's `kind` in JS (one of `ErrorKind` in pkg-template/errors.d.ts).
+    fn kind(&self) -> &'static str;
+    /// The place at fault, when there is one: `messages[3].content`, `options.model`.
+    fn path(&self) -> Option<String>;
+}
+
+/// `err` as a JS value: an instance of the registered class, or (before an entry registered
+/// it, as in the wasm tests) an `Error` with the same `name`, `kind` and `path`.
+pub fn to_js_error(err: &dyn Thrown) -> JsValue {
+    let text = err.to_string();
+    let kind = JsValue::from_str(err.kind());
+    let path = err.path().map_or(JsValue::NULL, |p| JsValue::from_str(&p));
+    let message = JsValue::from_str(&text);
+    let options = js_sys::Object::new();
+    // NOTE: setting a property of a fresh plain object cannot fail.
+    let _ = js_sys::Reflect::set(&options, &"kind".into(), &kind);
+    let _ = js_sys::Reflect::set(&options, &"path".into(), &path);
+    let made = ERROR_CLASS.with(|slot| {
+        let class = slot.borrow().clone()?;
+        js_sys::Reflect::construct(&class, &js_sys::Array::of2(&message, &options)).ok()
+    });
+    if let Some(made) = made {
+        return made;
+    }
+    let error = js_sys::Error::new(&text);
+    error.set_name("ContextKeeperError");
+    let _ = js_sys::Reflect::set(&error, &"kind".into(), &kind);
+    let _ = js_sys::Reflect::set(&error, &"path".into(), &path);
+    error.into()
+}
+
+/// The kind of a fault at `path`: "messages" inside a conversation argument (`messages`,
+/// `usage.messages`), else "options" (an option, or another argument: `text`, `limit`).
+fn kind_at(path: &str) -> &'static str {
+    let inside = |prefix: &str| {
+        path.strip_prefix(prefix)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+    };
+    if inside("messages") || inside("usage.messages") {
+        "messages"
+    } else {
+        "options"
+    }
+}
 
 /// A JS argument of the wrong shape.
 #[derive(Debug, thiserror::Error)]
@@ -37,9 +103,111 @@ impl ArgumentError {
     }
 }
 
+impl ArgumentError {
+    /// The argument or field at fault.
+    fn place(&self) -> &str {
+        match self {
+            ArgumentError::WrongType { field, .. } | ArgumentError::Unreadable { field } => field,
+            ArgumentError::NotJson { path, .. } => path,
+        }
+    }
+}
+
+impl Thrown for ArgumentError {
+    fn kind(&self) -> &'static str {
+        kind_at(self.place())
+    }
+
+    fn path(&self) -> Option<String> {
+        Some(self.place().to_owned())
+    }
+}
+
 impl From<ArgumentError> for JsValue {
     fn from(err: ArgumentError) -> Self {
-        js_sys::TypeError::new(&err.to_string()).into()
+        to_js_error(&err)
+    }
+}
+
+impl Thrown for ParseError {
+    /// Always "messages": a parse error is in the conversation argument, the request object
+    /// around its list included (`model`, `tools[2]`).
+    fn kind(&self) -> &'static str {
+        "messages"
+    }
+
+    fn path(&self) -> Option<String> {
+        Some(self.path.clone())
+    }
+}
+
+impl Thrown for ResolveError {
+    fn kind(&self) -> &'static str {
+        match self {
+            ResolveError::Encoding(_) => "encoding",
+            ResolveError::Model(_) => "model",
+        }
+    }
+
+    fn path(&self) -> Option<String> {
+        Some(
+            match self {
+                ResolveError::Encoding(_) => "options.encoding",
+                ResolveError::Model(_) => "options.model",
+            }
+            .to_owned(),
+        )
+    }
+}
+
+impl Thrown for CountError {
+    /// "encoding" for an encoding this build left out; "internal" for tables that failed.
+    fn kind(&self) -> &'static str {
+        match self {
+            CountError::NotBuilt { .. } => "encoding",
+            _ => "internal",
+        }
+    }
+
+    fn path(&self) -> Option<String> {
+        None
+    }
+}
+
+impl Thrown for OptionsError {
+    /// "encoding" for an unknown encoding name, else "options".
+    fn kind(&self) -> &'static str {
+        match self {
+            OptionsError::UnknownName {
+                what: "encoding", ..
+            } => "encoding",
+            _ => "options",
+        }
+    }
+
+    fn path(&self) -> Option<String> {
+        let (OptionsError::WrongType { path, .. }
+        | OptionsError::OutOfRange { path, .. }
+        | OptionsError::UnknownName { path, .. }) = self;
+        Some(path.clone())
+    }
+}
+
+impl Thrown for CountMessagesError {
+    fn kind(&self) -> &'static str {
+        match self {
+            CountMessagesError::Options(err) => err.kind(),
+            CountMessagesError::Parse(err) => err.kind(),
+            CountMessagesError::Count(err) => err.kind(),
+        }
+    }
+
+    fn path(&self) -> Option<String> {
+        match self {
+            CountMessagesError::Options(err) => err.path(),
+            CountMessagesError::Parse(err) => Thrown::path(err),
+            CountMessagesError::Count(err) => err.path(),
+        }
     }
 }
 
@@ -54,13 +222,27 @@ pub enum CountTokensError {
     Count(#[from] CountError),
 }
 
+impl Thrown for CountTokensError {
+    fn kind(&self) -> &'static str {
+        match self {
+            CountTokensError::Argument(err) => err.kind(),
+            CountTokensError::Resolve(err) => err.kind(),
+            CountTokensError::Count(err) => err.kind(),
+        }
+    }
+
+    fn path(&self) -> Option<String> {
+        match self {
+            CountTokensError::Argument(err) => err.path(),
+            CountTokensError::Resolve(err) => err.path(),
+            CountTokensError::Count(err) => err.path(),
+        }
+    }
+}
+
 impl From<CountTokensError> for JsValue {
     fn from(err: CountTokensError) -> Self {
-        match err {
-            CountTokensError::Argument(err) => err.into(),
-            CountTokensError::Resolve(err) => js_sys::RangeError::new(&err.to_string()).into(),
-            CountTokensError::Count(err) => js_sys::Error::new(&err.to_string()).into(),
-        }
+        to_js_error(&err)
     }
 }
 
@@ -83,19 +265,33 @@ fn known_formats() -> String {
     Format::ALL.map(Format::name).join(", ")
 }
 
-impl From<MessagesError> for JsValue {
-    fn from(err: MessagesError) -> Self {
-        match err {
-            MessagesError::Argument(err) => err.into(),
-            MessagesError::Parse(_) => js_sys::TypeError::new(&err.to_string()).into(),
-            MessagesError::UnknownFormat { .. } => js_sys::RangeError::new(&err.to_string()).into(),
-            MessagesError::Internal(_) => js_sys::Error::new(&err.to_string()).into(),
+impl Thrown for MessagesError {
+    fn kind(&self) -> &'static str {
+        match self {
+            MessagesError::Argument(err) => err.kind(),
+            MessagesError::Parse(err) => err.kind(),
+            MessagesError::UnknownFormat { .. } => "options",
+            MessagesError::Internal(_) => "internal",
+        }
+    }
+
+    fn path(&self) -> Option<String> {
+        match self {
+            MessagesError::Argument(err) => err.path(),
+            MessagesError::Parse(err) => Thrown::path(err),
+            MessagesError::UnknownFormat { .. } => Some("options.format".to_owned()),
+            MessagesError::Internal(_) => None,
         }
     }
 }
 
-/// Why a function of the context layer failed: one JS class for all of them
-/// (`ContextKeeperError`, with `kind` and `path`), made by [`super::context`].
+impl From<MessagesError> for JsValue {
+    fn from(err: MessagesError) -> Self {
+        to_js_error(&err)
+    }
+}
+
+/// Why a function of the context layer failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ContextError {
     /// A messages argument is not a conversation; `path` names index and field.
@@ -130,9 +326,10 @@ impl ContextError {
     pub fn internal(reason: String) -> ContextError {
         ContextError::Internal(reason)
     }
+}
 
-    /// The error's `kind` in JS.
-    pub fn kind(&self) -> &'static str {
+impl Thrown for ContextError {
+    fn kind(&self) -> &'static str {
         use crate::context::recovery::RecoveryError;
         match self {
             ContextError::Messages { .. } => "messages",
@@ -144,12 +341,19 @@ impl ContextError {
         }
     }
 
-    /// The place at fault, when there is one.
-    pub fn path(&self) -> Option<&str> {
+    fn path(&self) -> Option<String> {
         match self {
-            ContextError::Messages { path, .. } | ContextError::Options { path, .. } => Some(path),
+            ContextError::Messages { path, .. } | ContextError::Options { path, .. } => {
+                Some(path.clone())
+            }
             _ => None,
         }
+    }
+}
+
+impl From<ContextError> for JsValue {
+    fn from(err: ContextError) -> Self {
+        to_js_error(&err)
     }
 }
 

@@ -95,8 +95,9 @@ export function detectFormat(messages: Messages): MessageFormat | null;
 
 /**
  * Every problem a provider would reject (tool pairing, empty content, role order), ordered
- * by message; an empty array when the conversation is valid. Throws a TypeError naming the
- * message index and field when the input is not a conversation of the format.
+ * by message; an empty array when the conversation is valid. Throws a `ContextKeeperError`
+ * of kind "messages" naming the message index and field when the input is not a conversation
+ * of the format.
  *
  * ```js
  * validateMessages([{ role: "tool", tool_call_id: "call_9", content: "42" }]);

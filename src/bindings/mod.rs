@@ -164,7 +164,7 @@ fn text_arg(text: &JsValue) -> Result<&js_sys::JsString, ArgumentError> {
 /// import { countTokens } from "context-keeper";
 /// countTokens("hello world");                       // 2
 /// countTokens("hello world", { model: "gpt-4" });   // 2, with cl100k_base
-/// countTokens("hi", { encoding: "p50k_base" });     // throws RangeError: unknown encoding "p50k_base"; known encodings: o200k_base, cl100k_base
+/// countTokens("hi", { encoding: "p50k_base" });     // throws ContextKeeperError (kind "encoding"): unknown encoding "p50k_base"; known encodings: o200k_base, cl100k_base
 /// ```
 #[cfg(feature = "full")]
 #[wasm_bindgen(js_name = countTokens)]

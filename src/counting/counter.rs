@@ -13,8 +13,8 @@ use serde_json::Value;
 
 use super::{
     count_bounded, count_conversation, messages_options, model_info_with, options, setup,
-    CacheStats, CountCache, CountMessagesError, CountMessagesOptions, Counting, MessagesCount,
-    ModelOverrides, OptionsError, Request, DEFAULT_CAPACITY,
+    CacheStats, CountCache, CountMessagesError, CountMessagesOptions, Counting, Memo,
+    MessagesCount, ModelOverrides, OptionsError, Request, DEFAULT_CAPACITY,
 };
 use crate::messages::{parse_messages_value, Conversation};
 use crate::model::normalize;
@@ -56,6 +56,8 @@ pub struct Calibration {
 #[derive(Debug)]
 pub struct Counter {
     cache: CountCache,
+    /// What the host's message objects taught the counts ([`super::ListCount`]).
+    memo: Memo,
     /// Ratios by normalized model name, oldest first.
     calibrations: Vec<(String, f64)>,
 }
@@ -76,6 +78,7 @@ impl Counter {
     pub fn with_capacity(capacity: usize) -> Counter {
         Counter {
             cache: CountCache::new(capacity),
+            memo: Memo::default(),
             calibrations: Vec::new(),
         }
     }
@@ -142,6 +145,12 @@ impl Counter {
     /// The memo of per-message counts, for a [`Counting`] in progress.
     pub fn cache_mut(&mut self) -> &mut CountCache {
         &mut self.cache
+    }
+
+    /// What the host's message objects taught the counts, by the ids it keeps with them: for
+    /// [`super::Listed`] and [`super::ListCount`].
+    pub fn memo_mut(&mut self) -> &mut Memo {
+        &mut self.memo
     }
 
     /// The calibration ratio recorded here for the model `conv` is counted for, if any applies
@@ -267,9 +276,11 @@ impl Counter {
         Ok(self.calibrate(&model, &options.models, estimated, actual))
     }
 
-    /// Empties the memo of per-message counts and resets its statistics.
+    /// Empties the memo of per-message counts and resets its statistics, and forgets what the
+    /// host's messages taught ([`Counter::memo_mut`]).
     pub fn clear_cache(&mut self) {
         self.cache.clear();
+        self.memo.clear();
     }
 
     /// Forgets every calibration.

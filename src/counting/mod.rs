@@ -54,6 +54,7 @@
 mod cache;
 mod counter;
 mod image;
+mod list;
 mod options;
 mod tally;
 mod tools;
@@ -72,12 +73,13 @@ pub use image::{
     area_tokens, crop_tokens, patch_count, tile_tokens, AREA_MAX_TOKENS, DEFAULT_FILE_TOKENS,
     DEFAULT_IMAGE_SIDE,
 };
+pub use list::{Learnt, ListCount, Listed, Memo, MEMO_CAPACITY};
 pub use options::{
     model_info_with, CountMessagesOptions, ModelOverride, ModelOverrides, OptionsError,
 };
 pub use tally::{ByKind, Tally, REDACTED_CHARS_PER_TOKEN, TOOL_CALL_FRAMING};
 pub use tools::{anthropic_tool_prompt, ToolChoice, SCHEMA_KEYS};
-pub use zod::OPAQUE_OBJECT_TOKENS;
+pub use zod::{close_objects, OPAQUE_OBJECT_TOKENS};
 
 use crate::encoding::{CountError, Encoding};
 use crate::messages::{

@@ -118,7 +118,7 @@ pub fn model_info_with(model: &str, overrides: &ModelOverrides) -> ModelInfo {
 /// An option that is not what it must be.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum OptionsError {
-    /// A value of the wrong type (a `TypeError` in JS).
+    /// A value of the wrong type.
     #[error("{path}: expected {expected}, found {found}")]
     WrongType {
         /// Where: `options.models["x"].contextWindow`.
@@ -128,7 +128,7 @@ pub enum OptionsError {
         /// What it holds.
         found: &'static str,
     },
-    /// A number of the right type outside the values allowed (a `RangeError` in JS).
+    /// A number of the right type outside the values allowed.
     #[error("{path}: expected {expected}, found {found}")]
     OutOfRange {
         /// Where: `usage.inputTokens`.
@@ -138,7 +138,7 @@ pub enum OptionsError {
         /// The value given.
         found: String,
     },
-    /// A name that is not one of the known ones (a `RangeError` in JS).
+    /// A name that is not one of the known ones.
     #[error("{path}: unknown {what} {name:?}; known: {known}")]
     UnknownName {
         /// Where.
@@ -153,7 +153,8 @@ pub enum OptionsError {
 }
 
 impl OptionsError {
-    /// Whether JS should see a `RangeError` (an unknown name) rather than a `TypeError`.
+    /// Whether the value has the right type but is not one allowed (an unknown name, a number
+    /// out of range), rather than the wrong type.
     pub fn is_range_error(&self) -> bool {
         matches!(
             self,

@@ -277,3 +277,57 @@ fn literal(values: Option<&Value>) -> Value {
 fn nullable(schema: Value) -> Value {
     json!({"anyOf": [schema, {"type": "null"}]})
 }
+
+/// What the AI SDK does to the JSON Schema of a Zod 4 schema before sending it
+/// (`addAdditionalPropertiesToJsonSchema`): every object schema, down its properties and array
+/// items, gets `additionalProperties: false` unless it holds a schema there. The bindings do it
+/// to the JSON Schema a Zod 4 schema writes of itself (`toJSONSchema()`).
+///
+/// ```
+/// use serde_json::json;
+/// let mut schema = json!({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "object"}}}});
+/// context_keeper::counting::close_objects(&mut schema);
+/// assert_eq!(schema["additionalProperties"], false);
+/// assert_eq!(schema["properties"]["a"]["items"]["additionalProperties"], false);
+/// ```
+pub fn close_objects(schema: &mut Value) {
+    close_from(schema, 0);
+}
+
+/// Schemas nested deeper than this are left as they are by [`close_objects`].
+const CLOSE_DEPTH: usize = 128;
+
+fn close_from(schema: &mut Value, depth: usize) {
+    // NOTE: a schema read from JS nests at most 128 levels; this bound only makes that plain.
+    if depth > CLOSE_DEPTH {
+        return;
+    }
+    let Value::Object(obj) = schema else {
+        return;
+    };
+    match obj.get("type").and_then(Value::as_str) {
+        Some("object") => {
+            match obj.get_mut("additionalProperties") {
+                Some(inner @ Value::Object(_)) => close_from(inner, depth + 1),
+                _ => {
+                    obj.insert("additionalProperties".to_owned(), Value::Bool(false));
+                }
+            }
+            if let Some(Value::Object(properties)) = obj.get_mut("properties") {
+                for property in properties.values_mut() {
+                    close_from(property, depth + 1);
+                }
+            }
+        }
+        Some("array") => match obj.get_mut("items") {
+            Some(Value::Array(items)) => {
+                for item in items {
+                    close_from(item, depth + 1);
+                }
+            }
+            Some(item) => close_from(item, depth + 1),
+            None => {}
+        },
+        _ => {}
+    }
+}

@@ -42,7 +42,7 @@ test("a model picks the encoding, and an unknown one shows its error", async () 
   await page.fill("#model", "gpt-4");
   assert.equal(Number(await page.textContent("[data-testid=by-model]")), referenceCount(text, "cl100k_base"));
   await page.fill("#model", "no-such-model");
-  assert.match(await page.textContent("[data-testid=status]"), /RangeError: unknown model "no-such-model"/);
+  assert.match(await page.textContent("[data-testid=status]"), /ContextKeeperError: unknown model "no-such-model"/);
   await page.fill("#model", "");
 });
 

@@ -4,6 +4,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import {
+  ContextKeeperError,
   calibrate,
   clearCalibration,
   clearCountCache,
@@ -97,8 +98,8 @@ test("every fixture of every format counts, and the kinds add up", () => {
     try {
       count = countMessages(input);
     } catch (err) {
-      // Only malformed fixtures fail, with a TypeError naming the place.
-      assert.ok(err instanceof TypeError && /messages\[\d+\]|system/.test(err.message), `${name}: ${err.message}`);
+      // Only malformed fixtures fail, with an error naming the place.
+      assert.ok(err instanceof ContextKeeperError && /messages\[\d+\]|system/.test(err.message), `${name}: ${err.message}`);
       continue;
     }
     formats.add(count.format);
@@ -174,8 +175,8 @@ test("isWithinLimit: the count when it fits, false when it does not", () => {
   assert.equal(isWithinLimit(sampleConversation, total - 1, { model: "gpt-4o" }), false);
   assert.equal(isWithinLimit(sampleConversation, 0), false);
   assert.equal(isWithinLimit(sampleConversation, Infinity), countMessages(sampleConversation).total);
-  assert.throws(() => isWithinLimit(sampleConversation, -1), RangeError);
-  assert.throws(() => isWithinLimit(sampleConversation, "1000"), { name: "TypeError", message: "limit: expected a number, found a string" });
+  assert.throws(() => isWithinLimit(sampleConversation, -1), { name: "ContextKeeperError", kind: "options", path: "limit" });
+  assert.throws(() => isWithinLimit(sampleConversation, "1000"), { name: "ContextKeeperError", message: "limit: expected a number, found a string" });
 });
 
 test("re-counting after an append equals a fresh count", () => {
@@ -267,27 +268,27 @@ test("modelInfo: exact, prefix, unknown, and the caller's entries", () => {
   const count = countMessages([{ role: "user", content: "hi" }], { model: "my-finetune", models });
   assert.equal(count.perMessage[0], 4 + referenceCount("user", "cl100k_base") + referenceCount("hi", "cl100k_base"));
   assert.equal(count.model.contextWindow, 32000);
-  assert.throws(() => modelInfo(42), { name: "TypeError", message: "model: expected a string, found a number" });
-  assert.throws(() => modelInfo("x", { models: { x: { encoding: "p50k_base" } } }), RangeError);
+  assert.throws(() => modelInfo(42), { name: "ContextKeeperError", message: "model: expected a string, found a number" });
+  assert.throws(() => modelInfo("x", { models: { x: { encoding: "p50k_base" } } }), { kind: "encoding", path: 'options.models["x"].encoding' });
   assert.throws(() => modelInfo("x", { models: { x: { contextWindow: "big" } } }), {
-    name: "TypeError",
+    name: "ContextKeeperError",
     message: 'options.models["x"].contextWindow: expected a whole number of tokens, found a string',
   });
 });
 
-test("errors: a TypeError naming the message and field, a RangeError for unknown names", () => {
+test("errors: a ContextKeeperError naming the message and field, of kind \"encoding\" for unknown encodings", () => {
   assert.throws(() => countMessages([{ role: "user", content: "ok" }, { role: "user", content: 5 }]), {
-    name: "TypeError",
+    name: "ContextKeeperError",
     message: "messages[1].content: expected a string or an array, found a number",
   });
-  assert.throws(() => countMessages([{ role: "wizard", content: "x" }]), (err) => err instanceof TypeError && /messages\[0\]\.role/.test(err.message));
-  assert.throws(() => countMessages(cookbook, { encoding: "p50k_base" }), (err) => err instanceof RangeError && /p50k_base/.test(err.message));
-  assert.throws(() => countMessages(cookbook, { format: "gemini" }), RangeError);
-  assert.throws(() => countMessages(cookbook, "gpt-4o"), { name: "TypeError", message: "options: expected an object, found a string" });
-  assert.throws(() => countMessages(undefined), TypeError);
+  assert.throws(() => countMessages([{ role: "wizard", content: "x" }]), (err) => err instanceof ContextKeeperError && err.kind === "messages" && err.path === "messages[0].role" && /messages\[0\]\.role/.test(err.message));
+  assert.throws(() => countMessages(cookbook, { encoding: "p50k_base" }), (err) => err instanceof ContextKeeperError && err.kind === "encoding" && err.path === "options.encoding" && /p50k_base/.test(err.message));
+  assert.throws(() => countMessages(cookbook, { format: "gemini" }), { name: "ContextKeeperError", kind: "options", path: "options.format" });
+  assert.throws(() => countMessages(cookbook, "gpt-4o"), { name: "ContextKeeperError", message: "options: expected an object, found a string" });
+  assert.throws(() => countMessages(undefined), { name: "ContextKeeperError", kind: "messages", path: "messages" });
   const cyclic = [];
   cyclic.push(cyclic);
-  assert.throws(() => countMessages(cyclic), TypeError);
+  assert.throws(() => countMessages(cyclic), { name: "ContextKeeperError", kind: "messages" });
   // An unknown model is not an error: conservative defaults, flagged.
   const count = countMessages(cookbook, { model: "llama-99" });
   assert.equal(count.model.known, false);
@@ -308,7 +309,7 @@ test("calibrate: scales approximate models only, latest call wins", () => {
   assert.equal(scaled.total, Math.round(raw.total * cal.ratio));
   assert.equal(calibrate({ model: "gpt-4o", inputTokens: 100, estimated: 50 }).applied, false);
   assert.equal(countMessages(messages, { model: "gpt-4o" }).calibrated, false);
-  assert.throws(() => calibrate({ model: "claude-haiku-4-5" }), TypeError);
+  assert.throws(() => calibrate({ model: "claude-haiku-4-5" }), { name: "ContextKeeperError", kind: "options" });
   clearCalibration();
   assert.equal(countMessages(messages, { model: "claude-haiku-4-5" }).calibrated, false);
 });
@@ -340,7 +341,7 @@ test("images are priced by the model's own rule, and a caller's rule crosses the
   assert.equal(images("my-vlm", { models }), Math.ceil(74 * 74 * 0.5));
   assert.throws(
     () => modelInfo("x", { models: { x: { images: { rule: "patches", size: 14, maxPatches: 10, multiplier: -1 } } } }),
-    (e) => e instanceof TypeError && /options\.models\["x"\]\.images/.test(e.message),
+    (e) => e instanceof ContextKeeperError && /options\.models\["x"\]\.images/.test(e.message),
   );
 });
 
@@ -364,7 +365,7 @@ test("model names resolve as hosts and routers write them", () => {
 test("calibrate refuses a reported 0, whatever it estimated", () => {
   assert.throws(
     () => calibrate({ model: "claude-sonnet-4-5", inputTokens: 0, estimated: 100 }),
-    (e) => e instanceof RangeError && e.message === "usage.inputTokens: expected a positive number of tokens, found 0",
+    (e) => e instanceof ContextKeeperError && e.message === "usage.inputTokens: expected a positive number of tokens, found 0",
   );
 });
 
@@ -377,7 +378,7 @@ test("AI SDK UIMessages (useChat) count what convertToModelMessages sends, never
   // Named as another format, it is an error naming the field, not an empty message.
   for (const format of ["openai", "anthropic"]) {
     assert.throws(() => countMessages(hello, { format }), {
-      name: "TypeError",
+      name: "ContextKeeperError",
       message: /^messages\[0\]\.content: expected a string.*found none but `parts` \(an AI SDK UIMessage\).*convertToModelMessages/,
     });
   }
@@ -444,41 +445,41 @@ test("exact without a model: OpenAI messages only (AI SDK with a named encoding)
 test("shape errors say what they found; calibrate names NaN and its own fields", () => {
   const conversation = "an array of messages or a request object with a `messages` array";
   assert.throws(() => countMessages({ foo: 1 }), {
-    name: "TypeError",
+    name: "ContextKeeperError",
     message: `messages: expected ${conversation}, found an object without \`messages\``,
   });
   assert.throws(() => countMessages({ messages: "hi" }), {
-    name: "TypeError",
+    name: "ContextKeeperError",
     message: "messages.messages: expected an array, found a string",
   });
-  assert.throws(() => countMessages(42), { name: "TypeError", message: `messages: expected ${conversation}, found a number` });
+  assert.throws(() => countMessages(42), { name: "ContextKeeperError", message: `messages: expected ${conversation}, found a number` });
   const messages = [{ role: "user", content: "a" }, { role: "assistant", content: "b" }, { role: "user", content: 5 }];
   for (const [value, shown] of [[NaN, "NaN"], [Infinity, "Infinity"], [-Infinity, "-Infinity"]]) {
     assert.throws(() => calibrate({ model: "claude-haiku-4-5", inputTokens: value, messages }), {
-      name: "TypeError",
+      name: "ContextKeeperError",
       message: `usage.inputTokens: expected a whole number of tokens, found ${shown}`,
     });
     assert.throws(() => calibrate({ model: "claude-haiku-4-5", inputTokens: 10, estimated: value }), {
-      name: "TypeError",
+      name: "ContextKeeperError",
       message: `usage.estimated: expected a whole number of tokens, found ${shown}`,
     });
   }
   assert.throws(() => calibrate({ model: "claude-haiku-4-5", inputTokens: null, estimated: 5 }), {
-    name: "TypeError",
+    name: "ContextKeeperError",
     message: "usage.inputTokens: expected a whole number of tokens, found null",
   });
   assert.throws(() => calibrate({ model: "claude-haiku-4-5", inputTokens: 10, messages }), {
-    name: "TypeError",
+    name: "ContextKeeperError",
     message: "usage.messages[2].content: expected a string or an array, found a number",
   });
   assert.throws(() => calibrate({ model: "claude-haiku-4-5", inputTokens: 10, estimated: 5, encoding: "p50k_base" }), {
-    name: "RangeError",
+    name: "ContextKeeperError",
     message: /^usage\.encoding: unknown encoding "p50k_base"/,
   });
   clearCalibration();
 });
 
-test("request objects: a field of the wrong type is a TypeError naming it, never dropped", () => {
+test("request objects: a field of the wrong type is an error naming it, never dropped", () => {
   const messages = [{ role: "user", content: "hi" }];
   const cases = [
     [{ model: 5, messages }, "model: expected a string (or an AI SDK model with a modelId), found a number"],
@@ -491,14 +492,14 @@ test("request objects: a field of the wrong type is a TypeError naming it, never
     [{ system: { type: "text", text: "Be brief." }, messages }, "system: expected a string or an array, found an object"],
   ];
   for (const [input, message] of cases) {
-    assert.throws(() => countMessages(input), { name: "TypeError", message });
-    assert.throws(() => isWithinLimit(input, 1_000), { name: "TypeError", message });
+    assert.throws(() => countMessages(input), { name: "ContextKeeperError", message });
+    assert.throws(() => isWithinLimit(input, 1_000), { name: "ContextKeeperError", message });
   }
   assert.throws(() => countMessages(messages, { tools: [{ name: "ls" }, undefined] }), {
-    name: "TypeError",
+    name: "ContextKeeperError",
     message: "options.tools[1]: expected a tool definition object, found null",
   });
-  assert.throws(() => countMessages(messages, { toolChoice: "sometimes" }), RangeError);
+  assert.throws(() => countMessages(messages, { toolChoice: "sometimes" }), { name: "ContextKeeperError", kind: "options", path: "options.toolChoice" });
   // undefined and null are absent.
   assert.deepEqual(countMessages({ model: undefined, tools: null, system: undefined, messages }), countMessages(messages));
 });

@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
-import { countTokens, estimateTokens } from "context-keeper";
+import { ContextKeeperError, countTokens, estimateTokens } from "context-keeper";
 import { referenceCount, texts, sampleTexts } from "./reference.mjs";
 
 const encodings = ["o200k_base", "cl100k_base"];
@@ -60,30 +60,34 @@ test("lone surrogates count as U+FFFD, as a provider reads them", () => {
   assert.equal(estimateTokens("a\ud800b"), estimateTokens("a\ufffdb"));
 });
 
-test("an unknown encoding or model is a RangeError that names it and lists the known ones", () => {
+test("an unknown encoding or model is an error of that kind that names it and lists the known ones", () => {
   assert.throws(() => countTokens("hi", { encoding: "p50k_base" }), (err) => {
-    assert.ok(err instanceof RangeError);
+    assert.ok(err instanceof ContextKeeperError);
+    assert.equal(err.kind, "encoding");
+    assert.equal(err.path, "options.encoding");
     assert.match(err.message, /unknown encoding "p50k_base"/);
     assert.match(err.message, /o200k_base, cl100k_base/);
     return true;
   });
   assert.throws(() => countTokens("hi", { model: "llama-99" }), (err) => {
-    assert.ok(err instanceof RangeError);
+    assert.ok(err instanceof ContextKeeperError);
+    assert.equal(err.kind, "model");
+    assert.equal(err.path, "options.model");
     assert.match(err.message, /unknown model "llama-99"/);
     assert.match(err.message, /gpt-4o/);
     return true;
   });
 });
 
-test("arguments of the wrong type are TypeErrors naming the field", () => {
-  assert.throws(() => countTokens(42), { name: "TypeError", message: "text: expected a string, found a number" });
-  assert.throws(() => countTokens(undefined), { name: "TypeError", message: "text: expected a string, found undefined" });
-  assert.throws(() => countTokens("x", { encoding: 7 }), { name: "TypeError", message: "options.encoding: expected a string, found a number" });
-  assert.throws(() => countTokens("x", { model: ["gpt-4"] }), { name: "TypeError", message: "options.model: expected a string, found an array" });
-  assert.throws(() => countTokens("x", "o200k_base"), { name: "TypeError", message: "options: expected an object, found a string" });
+test("arguments of the wrong type are errors of kind \"options\" naming the field", () => {
+  assert.throws(() => countTokens(42), { name: "ContextKeeperError", kind: "options", path: "text", message: "text: expected a string, found a number" });
+  assert.throws(() => countTokens(undefined), { name: "ContextKeeperError", message: "text: expected a string, found undefined" });
+  assert.throws(() => countTokens("x", { encoding: 7 }), { name: "ContextKeeperError", kind: "options", path: "options.encoding", message: "options.encoding: expected a string, found a number" });
+  assert.throws(() => countTokens("x", { model: ["gpt-4"] }), { name: "ContextKeeperError", message: "options.model: expected a string, found an array" });
+  assert.throws(() => countTokens("x", "o200k_base"), { name: "ContextKeeperError", message: "options: expected an object, found a string" });
   const throwing = { get encoding() { throw new Error("boom"); } };
-  assert.throws(() => countTokens("x", throwing), { name: "TypeError", message: "options.encoding: could not be read" });
-  assert.throws(() => estimateTokens(null), { name: "TypeError", message: "text: expected a string, found null" });
+  assert.throws(() => countTokens("x", throwing), { name: "ContextKeeperError", message: "options.encoding: could not be read" });
+  assert.throws(() => estimateTokens(null), { name: "ContextKeeperError", message: "text: expected a string, found null" });
   // The instance is not poisoned by the errors above.
   assert.equal(countTokens("hello world"), 2);
 });

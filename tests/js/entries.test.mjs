@@ -54,11 +54,24 @@ test("context-keeper/cl100k counts cl100k_base exactly, as the main entry does",
 /** Asserts that `fn` throws the error of an encoding this entry was built without. */
 function assertNotBuilt(fn, encoding, entry) {
   assert.throws(fn, (err) => {
-    assert.ok(err instanceof Error, "an Error object");
+    assert.ok(err instanceof main.ContextKeeperError, "the package's error class");
+    assert.equal(err.kind, "encoding");
     assert.equal(err.message, `${encoding} is not in this build of context-keeper; count it with an entry that has it: "context-keeper" (every encoding) or "context-keeper/${entry}" (Cargo feature "${entry}")`);
     return true;
   });
 }
+
+test("every entry throws the one ContextKeeperError class, also through require", () => {
+  for (const [name, entry] of Object.entries({ main, o200k, cl100k, lite })) {
+    assert.equal(entry.ContextKeeperError, main.ContextKeeperError, name);
+    assert.throws(() => entry.estimateTokens(null), (err) => err instanceof main.ContextKeeperError && err.kind === "options" && err.path === "text", name);
+  }
+  for (const name of ["context-keeper", "context-keeper/o200k", "context-keeper/cl100k", "context-keeper/lite"]) {
+    const required = require(name);
+    assert.equal(required.ContextKeeperError, main.ContextKeeperError, name);
+    assert.throws(() => required.estimateTokens(1), main.ContextKeeperError, name);
+  }
+});
 
 test("an entry rejects the encoding it was built without, naming the entry that has it", () => {
   assertNotBuilt(() => o200k.countTokens("hello", { encoding: "cl100k_base" }), "cl100k_base", "cl100k");
@@ -67,18 +80,18 @@ test("an entry rejects the encoding it was built without, naming the entry that 
   assertNotBuilt(() => cl100k.countTokens("hello"), "o200k_base", "o200k");
   assertNotBuilt(() => cl100k.countTokens("hello", { model: "gpt-4o" }), "o200k_base", "o200k");
   assertNotBuilt(() => cl100k.countMessages([{ role: "user", content: "hi" }], { model: "gpt-4o" }), "o200k_base", "o200k");
-  // Still usable afterwards, and an unknown encoding is still a RangeError.
+  // Still usable afterwards, and an unknown encoding is still an error of kind "encoding".
   assert.equal(o200k.countTokens("hello world"), 2);
-  assert.throws(() => cl100k.countTokens("hi", { encoding: "p50k_base" }), RangeError);
+  assert.throws(() => cl100k.countTokens("hi", { encoding: "p50k_base" }), (err) => err instanceof main.ContextKeeperError && err.kind === "encoding");
 });
 
 test("context-keeper/lite is the estimator alone: no countTokens, no tables", () => {
-  assert.deepEqual(Object.keys(lite), ["estimateTokens"]);
+  assert.deepEqual(Object.keys(lite).filter((k) => !k.startsWith("__")), ["ContextKeeperError", "estimateTokens"]);
   assert.equal(lite.countTokens, undefined);
   assert.equal(require("context-keeper/lite").countTokens, undefined);
   for (const text of allTexts) assert.equal(lite.estimateTokens(text), main.estimateTokens(text));
   assert.equal(lite.estimateTokens(""), 0);
-  assert.throws(() => lite.estimateTokens(42), (err) => err instanceof TypeError && /text: expected a string, found a number/.test(err.message));
+  assert.throws(() => lite.estimateTokens(42), (err) => err instanceof main.ContextKeeperError && err.kind === "options" && err.path === "text" && /text: expected a string, found a number/.test(err.message));
   const wasm = wasmOf("lite/");
   assert.ok(gzipSync(wasm, { level: 9 }).length <= 60 * 1024, `lite .wasm is ${gzipSync(wasm, { level: 9 }).length} bytes gzip`);
   // No tables: cl100k_base's alone are over 600 KB.

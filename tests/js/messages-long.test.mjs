@@ -3,7 +3,7 @@
 // inside them as before.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { detectFormat, validateMessages, repairMessages } from "context-keeper";
+import { ContextKeeperError, detectFormat, validateMessages, repairMessages } from "context-keeper";
 import { fixtures, optionsOf, withoutProse } from "./fixtures.mjs";
 
 /** `value` with every string made long: blank ones stay blank, the others stay not blank. */
@@ -47,19 +47,19 @@ test("bad input inside long texts is named as before", () => {
   const long = "y".repeat(1000);
   assert.throws(
     () => validateMessages([{ role: "user", content: long, extra: { n: 1n } }]),
-    { name: "TypeError", message: "messages[0].extra.n: cannot be read as JSON: a BigInt has no JSON form" },
+    { name: "ContextKeeperError", message: "messages[0].extra.n: cannot be read as JSON: a BigInt has no JSON form" },
   );
   assert.throws(
     () => validateMessages([{ role: "user", content: { toJSON() { throw new Error("boom"); } } }]),
-    { name: "TypeError", message: "messages[0].content: cannot be read as JSON: boom" },
+    { name: "ContextKeeperError", message: "messages[0].content: cannot be read as JSON: boom" },
   );
   assert.throws(
     () => validateMessages([{ role: "tool", tool_call_id: 7, content: long }]),
-    { name: "TypeError", message: "messages[0].tool_call_id: expected a string, found a number" },
+    { name: "ContextKeeperError", message: "messages[0].tool_call_id: expected a string, found a number" },
   );
   // A long role is quoted whole.
   const role = "r".repeat(300);
-  assert.throws(() => validateMessages([{ role, content: long }]), (err) => err instanceof TypeError && err.message.includes(role));
+  assert.throws(() => validateMessages([{ role, content: long }]), (err) => err instanceof ContextKeeperError && err.message.includes(role));
 });
 
 test("long ids are compared whole", () => {

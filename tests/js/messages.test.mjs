@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { modelMessageSchema } from "ai";
-import { detectFormat, validateMessages, repairMessages, countTokens, countMessages } from "context-keeper";
+import { ContextKeeperError, detectFormat, validateMessages, repairMessages, countTokens, countMessages } from "context-keeper";
 import { fixtures, optionsOf, withoutProse } from "./fixtures.mjs";
 
 test("there are fixtures in every format", () => {
@@ -83,13 +83,15 @@ test("pending calls at the very end are allowed only when asked", () => {
   assert.deepEqual(validateMessages(history).map((p) => p.kind), ["missingResult"]);
 });
 
-test("the format option wins over detection, and an unknown one is a RangeError", () => {
+test("the format option wins over detection, and an unknown one is an error naming options.format", () => {
   const plain = [{ role: "user", content: "hi" }];
   assert.strictEqual(detectFormat(plain), null);
   assert.deepEqual(validateMessages(plain, { format: "anthropic" }), []);
   assert.deepEqual(validateMessages(plain, { format: "ai-sdk" }), []);
   assert.throws(() => validateMessages(plain, { format: "gemini" }), (err) => {
-    assert.ok(err instanceof RangeError);
+    assert.ok(err instanceof ContextKeeperError);
+    assert.equal(err.kind, "options");
+    assert.equal(err.path, "options.format");
     assert.equal(err.message, 'options.format: unknown format "gemini"; known formats: openai, anthropic, aisdk');
     return true;
   });
@@ -113,7 +115,7 @@ test("an Anthropic request object keeps its system prompt and other fields", () 
   assert.deepEqual(messages.messages[2], { role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "[no result recorded]" }] });
 });
 
-test("bad input is a TypeError naming the message index and field", () => {
+test("bad input is an error of kind \"messages\" naming the message index and field", () => {
   const cases = [
     [42, /^messages: expected an array/],
     [[{ role: "user", content: "ok" }, 7], /^messages\[1\]: expected an object, found a number$/],
@@ -123,14 +125,16 @@ test("bad input is a TypeError naming the message index and field", () => {
   ];
   for (const [input, pattern] of cases) {
     assert.throws(() => validateMessages(input, { format: Array.isArray(input) && input[0]?.content?.[0]?.tool_use_id ? "anthropic" : undefined }), (err) => {
-      assert.ok(err instanceof TypeError, `${err}`);
+      assert.ok(err instanceof ContextKeeperError, `${err}`);
+      assert.equal(err.kind, "messages");
+      assert.ok(err.message.startsWith(`${err.path}: `), err.message);
       assert.match(err.message, pattern);
       return true;
     });
   }
-  assert.throws(() => repairMessages(undefined), { name: "TypeError", message: /^messages: expected an array of messages or a request object with a `messages` array, found undefined$/ });
-  assert.throws(() => validateMessages([], "openai"), { name: "TypeError", message: "options: expected an object, found a string" });
-  assert.throws(() => validateMessages([], { allowPendingCalls: "yes" }), { name: "TypeError", message: "options.allowPendingCalls: expected a boolean, found a string" });
+  assert.throws(() => repairMessages(undefined), { name: "ContextKeeperError", message: /^messages: expected an array of messages or a request object with a `messages` array, found undefined$/ });
+  assert.throws(() => validateMessages([], "openai"), { name: "ContextKeeperError", message: "options: expected an object, found a string" });
+  assert.throws(() => validateMessages([], { allowPendingCalls: "yes" }), { name: "ContextKeeperError", message: "options.allowPendingCalls: expected a boolean, found a string" });
 });
 
 test("unknown part types pass through untouched", () => {
@@ -142,10 +146,10 @@ test("unknown part types pass through untouched", () => {
 test("hostile input: cycles, BigInt, deep nesting, huge strings, lone surrogates; the instance survives", () => {
   const cyclic = [{ role: "user", content: "x" }];
   cyclic[0].self = cyclic;
-  assert.throws(() => validateMessages(cyclic), { name: "TypeError", message: /^messages\[0\]\.self\[0\]\.self.*: cannot be read as JSON: it is circular/ });
-  assert.throws(() => validateMessages([{ role: "user", content: "x", n: 1n }]), { name: "TypeError", message: "messages[0].n: cannot be read as JSON: a BigInt has no JSON form" });
+  assert.throws(() => validateMessages(cyclic), { name: "ContextKeeperError", message: /^messages\[0\]\.self\[0\]\.self.*: cannot be read as JSON: it is circular/ });
+  assert.throws(() => validateMessages([{ role: "user", content: "x", n: 1n }]), { name: "ContextKeeperError", message: "messages[0].n: cannot be read as JSON: a BigInt has no JSON form" });
   const throwing = { role: "user", get content() { throw new Error("boom"); } };
-  assert.throws(() => countMessages([{ role: "user", content: "x" }, throwing]), { name: "TypeError", message: "messages[1].content: cannot be read as JSON: boom" });
+  assert.throws(() => countMessages([{ role: "user", content: "x" }, throwing]), { name: "ContextKeeperError", message: "messages[1].content: cannot be read as JSON: boom" });
   const nested = (depth) => {
     let value = "x";
     for (let i = 0; i < depth; i++) value = [value];
@@ -153,9 +157,9 @@ test("hostile input: cycles, BigInt, deep nesting, huge strings, lone surrogates
   };
   // Deeper than serde_json's 128 levels: an error, never a stack overflow inside wasm.
   const tooDeep = /^messages\[0\]\.extra\[0\]\[0\].*: cannot be read as JSON: it nests deeper than 128 levels$/;
-  assert.throws(() => validateMessages(nested(200)), { name: "TypeError", message: tooDeep });
+  assert.throws(() => validateMessages(nested(200)), { name: "ContextKeeperError", message: tooDeep });
   // Deeper than the JS engine itself can stringify: the same error.
-  assert.throws(() => validateMessages(nested(100_000)), { name: "TypeError", message: tooDeep });
+  assert.throws(() => validateMessages(nested(100_000)), { name: "ContextKeeperError", message: tooDeep });
   const big = "a".repeat(32 * 1024 * 1024);
   assert.deepEqual(validateMessages([{ role: "user", content: big }]), []);
   const lone = [{ role: "user", content: "broken \ud800 text" }];

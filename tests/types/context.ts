@@ -3,7 +3,7 @@
 import {
   pruneMessages, evictToolInputs, offloadToolResult, offloadMessages, readOffloaded, listOffloaded,
   grepOffloaded, recoveryTools, runRecoveryTool, ContextKeeperError,
-  type PruneOptions, type Report, type Edit, type Original, type Offloaded,
+  type ErrorKind, type PruneOptions, type Report, type Edit, type Original, type Offloaded,
 } from "context-keeper";
 import { MemoryStore } from "context-keeper/stores";
 
@@ -44,9 +44,11 @@ async function use(history: OpenAIMessage[]) {
     pruneMessages(history);
   } catch (error) {
     if (error instanceof ContextKeeperError) {
-      const kind: "messages" | "options" | "store" | "timeout" | "notFound" | "corrupt" | "pattern" | "internal" = error.kind;
+      const kind: ErrorKind = error.kind;
+      // @ts-expect-error: the kinds are a closed union
+      const other = error.kind === "range";
       const path: string | null = error.path;
-      void kind, path;
+      void kind, path, other;
     }
   }
   // @ts-expect-error: an unknown option is a type error too

@@ -18,4 +18,17 @@ lite.countTokens("hello");
 lite.countMessages([]);
 // @ts-expect-error: text must be a string
 lite.estimateTokens(42);
-void [exact, gpt4, counted, estimate];
+// Every entry exports the one error class, its kinds typed.
+try {
+  lite.estimateTokens("hello");
+} catch (err) {
+  if (err instanceof lite.ContextKeeperError && err.kind === "options") {
+    const path: string | null = err.path;
+    void path;
+  }
+  // @ts-expect-error: not a kind
+  if (err instanceof cl100k.ContextKeeperError && err.kind === "range") void err;
+}
+const kind: lite.ErrorKind = "encoding";
+
+void [exact, gpt4, counted, estimate, kind];

@@ -16,7 +16,7 @@ function countWith(entry, text) {
     try {
       return fn();
     } catch (err) {
-      return { error: { name: err.name, message: err.message, isError: err instanceof Error } };
+      return { error: { name: err.name, kind: err.kind, message: err.message, isError: err instanceof Error } };
     }
   };
   return {
@@ -45,7 +45,7 @@ export default {
       if (url.searchParams.has("encoding")) body.custom = countTokens(text, { encoding: url.searchParams.get("encoding") });
       return Response.json(body);
     } catch (err) {
-      return Response.json({ error: { name: err.name, message: err.message, isError: err instanceof Error } }, { status: 400 });
+      return Response.json({ error: { name: err.name, kind: err.kind, path: err.path, message: err.message, isError: err instanceof Error } }, { status: 400 });
     }
   },
 };
