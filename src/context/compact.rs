@@ -502,7 +502,7 @@ pub fn active_indices(conv: &Conversation) -> Vec<usize> {
 }
 
 /// The latest compaction marker, ours or the provider's: its index, and ours read.
-fn latest_marker(messages: &[Message]) -> Option<(usize, Option<CompactionMarker>)> {
+pub(crate) fn latest_marker(messages: &[Message]) -> Option<(usize, Option<CompactionMarker>)> {
     messages
         .iter()
         .enumerate()
@@ -599,7 +599,7 @@ pub fn plan(
 
 /// Re-applies the latest stored compaction whose span the full history `conv` still holds
 /// (same messages, by chain hash): the conversation with the marker in place of the span.
-fn reapply(
+pub(crate) fn reapply(
     conv: &Conversation,
     state: &SessionState,
 ) -> Option<(Conversation, Vec<Option<usize>>, u32)> {

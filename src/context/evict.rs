@@ -48,6 +48,10 @@ pub struct EvictOptions {
     /// The model, for exact token figures. Default: estimated with o200k_base.
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub model: Option<String>,
+    /// Evict as of message `horizon`: only calls before it, aged as when the conversation
+    /// ended there (the keeper's recorded decision; not an option of `evictToolInputs`).
+    #[serde(skip)]
+    pub horizon: Option<usize>,
 }
 
 impl Default for EvictOptions {
@@ -61,6 +65,7 @@ impl Default for EvictOptions {
             keep_last_assistant_turns: 1,
             result_chars: 500,
             model: None,
+            horizon: None,
         }
     }
 }
@@ -108,7 +113,7 @@ fn input_object(input: ToolInput<'_>) -> Option<serde_json::Map<String, Value>> 
 /// Evicts the written content of file write/edit calls in `conv`.
 pub fn evict(conv: Conversation, options: &EvictOptions) -> Evicted {
     let measure = Measure::for_model(options.model.as_deref());
-    let turns = Turns::of(&conv);
+    let turns = Turns::until(&conv, options.horizon);
     let graph = pair_tools(&conv);
     let named = |name: &str| any_glob(&options.tools, name) && !any_glob(&options.exclude, name);
     // (call place, field, replacement, edit) and (result place, note, edit)
@@ -126,7 +131,10 @@ pub fn evict(conv: Conversation, options: &EvictOptions) -> Evicted {
         let Some(name) = name.filter(|n| named(n)) else {
             continue;
         };
-        if turns.age(call_at) < options.keep_last_assistant_turns {
+        let after_horizon = options
+            .horizon
+            .is_some_and(|h| call_at.message >= h || answer.is_some_and(|a| a.message >= h));
+        if after_horizon || turns.age(call_at) < options.keep_last_assistant_turns {
             continue;
         }
         let Some(part) = part_at(&conv, call_at) else {

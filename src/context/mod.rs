@@ -19,6 +19,7 @@ pub mod evict;
 pub mod facts;
 pub mod flush;
 pub mod heuristic;
+pub mod keeper;
 pub mod offload;
 pub mod prune;
 pub mod recovery;
@@ -167,8 +168,20 @@ pub struct Turns {
 impl Turns {
     /// The turns of `conv`.
     pub fn of(conv: &Conversation) -> Turns {
+        Turns::until(conv, None)
+    }
+
+    /// The turns of `conv` that begin before message `horizon` (all of them when `None`):
+    /// ages are then counted as they were when the conversation ended there.
+    pub fn until(conv: &Conversation, horizon: Option<usize>) -> Turns {
         let mut starts = Vec::new();
-        for (m, message) in conv.messages().iter().enumerate() {
+        let end = horizon.unwrap_or(usize::MAX);
+        for (m, message) in conv
+            .messages()
+            .iter()
+            .enumerate()
+            .take_while(|(m, _)| *m < end)
+        {
             if message.role() != Role::Assistant {
                 continue;
             }
@@ -190,6 +203,16 @@ impl Turns {
             }
         }
         Turns { starts }
+    }
+
+    /// How many turns there are.
+    pub fn len(&self) -> usize {
+        self.starts.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.starts.is_empty()
     }
 
     /// How many assistant turns began after the one holding `at`: 0 in the latest turn. A

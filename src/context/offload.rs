@@ -356,6 +356,14 @@ impl OffloadPlan {
         self.steps.iter().map(|s| &s.save)
     }
 
+    /// The id of each offload, in the order of the saves.
+    pub fn ids(&self) -> impl Iterator<Item = &str> {
+        self.steps.iter().map(|s| match &s.edit.original {
+            Original::Store { id, .. } => id.as_str(),
+            _ => "",
+        })
+    }
+
     /// How many saves there are.
     pub fn len(&self) -> usize {
         self.steps.len()

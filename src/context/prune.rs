@@ -54,6 +54,10 @@ pub struct PruneOptions {
     /// The model, for exact token figures. Default: estimated with o200k_base.
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub model: Option<String>,
+    /// Prune as of message `horizon`: only results before it, aged as when the conversation
+    /// ended there (the keeper's recorded decision; not an option of `pruneMessages`).
+    #[serde(skip)]
+    pub horizon: Option<usize>,
 }
 
 /// Soft-trim results older than this many turns.
@@ -76,6 +80,7 @@ impl Default for PruneOptions {
             clear_at_least_tokens: 0,
             tools: ToolFilter::default(),
             model: None,
+            horizon: None,
         }
     }
 }
@@ -137,13 +142,17 @@ pub fn placeholder(tool: Option<&str>, text: &str) -> String {
 /// Prunes `conv`.
 pub fn prune(conv: Conversation, options: &PruneOptions) -> Pruned {
     let measure = Measure::for_model(options.model.as_deref());
-    let turns = Turns::of(&conv);
+    let turns = Turns::until(&conv, options.horizon);
+    let before_horizon = |at: PartRef| options.horizon.is_none_or(|h| at.message < h);
     let keep = options.keep_last_assistant_turns;
     let hard = options.hard_clear_after_turns.map(|h| h.max(keep));
     let mut planned: Vec<(PartRef, ResultShape, String, Edit)> = Vec::new();
     for site in result_sites(&conv) {
         let age = turns.age(site.call_at);
-        if age < keep || !options.tools.accepts(site.tool_name.as_deref()) {
+        if !before_horizon(site.at)
+            || age < keep
+            || !options.tools.accepts(site.tool_name.as_deref())
+        {
             continue;
         }
         let Some((shape, read)) = result_at(&conv, site.at) else {

@@ -62,6 +62,107 @@ pub struct SessionState {
     /// before. A flush runs once per cycle.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flushed_before: Option<u32>,
+    /// What the keeper decided and counted for this session ([`super::keeper`]).
+    #[serde(skip_serializing_if = "KeeperRecord::is_empty")]
+    pub keeper: KeeperRecord,
+}
+
+/// The keeper's part of a session's state: its standing decisions (so the same history gives
+/// the same output on any instance) and its running figures.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct KeeperRecord {
+    /// The standing prune/evict decision: made when the conversation ended with the tool call
+    /// `call`, at `level` (1: the configured rules; 2: every result older than the kept turns
+    /// cleared). Results after that call are left alone until the next decision.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub horizon: Option<Horizon>,
+    /// Ids of the tool results offloaded and confirmed stored: not saved again.
+    pub offloaded: std::collections::BTreeSet<String>,
+    /// The previous output: 8 hex digits of each message's hash, to tell how many leading
+    /// messages are unchanged.
+    pub output: String,
+    /// Running figures ([`KeeperStats`]).
+    pub stats: KeeperStats,
+}
+
+impl KeeperRecord {
+    fn is_empty(&self) -> bool {
+        *self == KeeperRecord::default()
+    }
+}
+
+/// A standing prune/evict decision.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Horizon {
+    /// The id of the latest tool call when the decision was made.
+    pub call: String,
+    /// 1: the configured rules; 2: every result older than the kept turns cleared.
+    pub level: u8,
+}
+
+/// A session's running figures, as `keeper.stats(sessionId)` gives them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[serde(rename_all = "camelCase", default)]
+pub struct KeeperStats {
+    /// Calls of prepare.
+    pub prepared: u64,
+    /// Tokens the model was given by the latest prepare.
+    pub last_tokens: u64,
+    /// Tokens given to the model over every prepare, summed.
+    pub tokens_sent: u64,
+    /// Tokens saved, per strategy, over every prepare (what each output spared the model).
+    pub saved: SavedTokens,
+    /// How many times each thing happened.
+    pub events: Events,
+    /// Bytes written to the store: offloaded results and archives.
+    pub stored_bytes: u64,
+    /// What the provider reported (`recordUsage`), summed.
+    pub usage: Usage,
+}
+
+/// Tokens saved, per strategy.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[serde(rename_all = "camelCase", default)]
+pub struct SavedTokens {
+    pub offload: u64,
+    pub prune: u64,
+    pub evict: u64,
+    pub compact: u64,
+}
+
+/// Counts of events.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[serde(rename_all = "camelCase", default)]
+pub struct Events {
+    /// Tool results offloaded (first time stored).
+    pub offloads: u64,
+    /// Prune/evict decisions made (each moves the prefix once).
+    pub prunes: u64,
+    /// Compactions applied.
+    pub compactions: u64,
+    /// Memory flushes run.
+    pub flushes: u64,
+    /// Failures reported (store, summary, flush).
+    pub failures: u64,
+    /// Prepares whose output did not fit the budget.
+    pub over_budget: u64,
+}
+
+/// Provider-reported usage, summed over `recordUsage` calls.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
+#[serde(rename_all = "camelCase", default)]
+pub struct Usage {
+    pub calls: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
 }
 
 impl Default for SessionState {
@@ -70,6 +171,7 @@ impl Default for SessionState {
             version: STATE_VERSION,
             compactions: Vec::new(),
             flushed_before: None,
+            keeper: KeeperRecord::default(),
         }
     }
 }

@@ -485,6 +485,21 @@ impl Part {
     /// Replaces one field of a tool call's input object (for example a file-write tool's
     /// `content` argument), keeping the other fields. OpenAI's `arguments` string is parsed,
     /// edited and serialized again.
+    /// Sets Anthropic's `cache_control` on this content block. False (and nothing changed)
+    /// when the part is not a block of a content array or carries one already.
+    pub fn set_cache_control(&mut self, value: Value) -> bool {
+        if self.slot != Slot::Item {
+            return false;
+        }
+        match &mut self.raw {
+            Value::Object(obj) if !obj.contains_key("cache_control") => {
+                obj.insert("cache_control".to_owned(), value);
+                true
+            }
+            _ => false,
+        }
+    }
+
     pub fn set_input_field(&mut self, field: &str, value: Value) -> Result<(), EditError> {
         if self.kind != PartKind::ToolCall {
             return Err(EditError::WrongKind {

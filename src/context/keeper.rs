@@ -1,0 +1,1108 @@
+//! The keeper: every tier in one call, cheapest first, stopping as soon as the budget holds.
+//!
+//! [`Prepare`] is one `prepare` of a conversation, sans-IO like the tiers it drives: the driver
+//! asks [`Prepare::next`] what is needed ([`Need`]: saves for offloads, a memory flush, a
+//! compaction's archive saves and summary), performs it, hands the outcome back, and asks
+//! again until [`Need::Done`]; [`Prepare::finish`] gives the conversation, the report and the
+//! state to store.
+//!
+//! The order: offload what slipped through (results over the offload limit), re-apply the
+//! stored compactions and the standing prune/evict decision, count. Over the prune threshold
+//! (default 85% of the window) a new decision is made: the configured prune and evict rules,
+//! then, if those leave the count over the low watermark (70%), every result older than the
+//! kept turns cleared. Over the compaction threshold (95%, or window - reserve) after that,
+//! the memory flush (once per cycle) and a compaction that keeps as many recent messages as
+//! fit under its own low watermark (50%).
+//!
+//! Cache stability: a decision is recorded in the session state as the id of the latest tool
+//! call and a level, and re-applied as of that call on every later prepare, so messages after
+//! it are left alone and the prefix the provider cached stays byte-identical until the next
+//! decision; the low watermarks make a decision free room for several turns, and a decision is
+//! not re-made within `minTurnsBetween` turns unless the budget requires it. The same input,
+//! stored state and options give the same output, byte for byte.
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+#[cfg(target_arch = "wasm32")]
+use tsify::Tsify;
+
+use super::compact::{self, CompactOptions, CompactPlan, CompactReport, SummaryOutcome};
+use super::evict::{self, EvictOptions};
+use super::flush::{self, resolve, FlushOptions, FlushOutcome, FlushReport, FlushRequest};
+use super::offload::{self, OffloadOptions, OffloadPlan};
+use super::prune::{self, PruneOptions};
+use super::state::{Horizon, SessionState};
+use super::{result_sites, Edit, Failure, Outcome, Report, Save, Turns};
+use crate::counting::{CountMessagesError, CountMessagesOptions, Counter};
+use crate::messages::{Conversation, Format, Role};
+
+/// Default prune/evict threshold: this share of the window.
+pub const DEFAULT_PRUNE_AT: f64 = 0.85;
+/// Default compaction threshold: this share of the window (or window - reserve, if lower).
+pub const DEFAULT_COMPACT_AT: f64 = 0.95;
+/// A prune/evict decision aims to leave at most this share of the window.
+pub const DEFAULT_PRUNE_TARGET: f64 = 0.70;
+/// A compaction aims to leave at most this share of the window.
+pub const DEFAULT_COMPACT_TARGET: f64 = 0.50;
+/// A prune/evict decision is not re-made within this many assistant turns of the last one,
+/// unless the count is over the compaction threshold.
+pub const DEFAULT_MIN_TURNS_BETWEEN: usize = 4;
+/// Cache breakpoints Anthropic accepts in one request.
+const MAX_BREAKPOINTS: usize = 4;
+
+/// The thresholds: shares of the window below 1, tokens from 1 up.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(Tsify))]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct Thresholds {
+    /// Prune and evict above this. Default 0.85.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub prune: f64,
+    /// Flush and compact above this (or above window - reserve, if lower). Default 0.95.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub compact: f64,
+    /// What a prune/evict decision aims to leave (low watermark). Default 0.70.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub prune_target: f64,
+    /// What a compaction aims to leave (low watermark). Default 0.50.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub compact_target: f64,
+}
+
+impl Default for Thresholds {
+    fn default() -> Self {
+        Thresholds {
+            prune: DEFAULT_PRUNE_AT,
+            compact: DEFAULT_COMPACT_AT,
+            prune_target: DEFAULT_PRUNE_TARGET,
+            compact_target: DEFAULT_COMPACT_TARGET,
+        }
+    }
+}
+
+/// A keeper's configuration (the store, the callbacks and the timeouts are the driver's).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(Tsify))]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct KeeperOptions {
+    /// The model: its tokenizer counts, and the registry gives its window.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub model: Option<String>,
+    /// The context window; wins over the registry's.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub context_window: Option<u64>,
+    /// Read the conversation in this format instead of detecting it.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub format: Option<Format>,
+    /// The thresholds.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub thresholds: Thresholds,
+    /// A prune/evict decision is not re-made within this many assistant turns of the last
+    /// one, unless the count is over the compaction threshold. Default 4.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub min_turns_between: usize,
+    /// Offloading (the session id is the call's).
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub offload: OffloadOptions,
+    /// Pruning.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub prune: PruneOptions,
+    /// Evicting file contents.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub evict: EvictOptions,
+    /// Compaction (the session, model, window and time are the keeper's).
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub compact: CompactOptions,
+    /// Anthropic prompt caching: `cache_control` on the system prompt and on the last message
+    /// of the stable prefix.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub cache_breakpoints: bool,
+    /// `false` turns management off: prepare returns the input as it is.
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub enabled: bool,
+    /// The reserve (`reserveTokens`, default 20,000), the flush margin and prompt.
+    #[serde(flatten)]
+    pub flush: FlushOptions,
+}
+
+impl Default for KeeperOptions {
+    fn default() -> Self {
+        KeeperOptions {
+            model: None,
+            context_window: None,
+            format: None,
+            thresholds: Thresholds::default(),
+            min_turns_between: DEFAULT_MIN_TURNS_BETWEEN,
+            offload: OffloadOptions::default(),
+            prune: PruneOptions::default(),
+            evict: EvictOptions::default(),
+            compact: CompactOptions::default(),
+            cache_breakpoints: false,
+            enabled: true,
+            flush: FlushOptions::default(),
+        }
+    }
+}
+
+/// The token figures a keeper works to, from its options and the model's window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(Tsify))]
+#[serde(rename_all = "camelCase")]
+pub struct Budget {
+    /// The context window.
+    pub window: u64,
+    /// Prune and evict above this.
+    pub prune_at: u64,
+    /// Compact above this; after prepare the count is at most this: the budget.
+    pub compact_at: u64,
+    /// The memory flush runs above this (once per cycle).
+    pub flush_at: u64,
+    /// A prune/evict decision aims to leave at most this.
+    pub prune_target: u64,
+    /// A compaction aims to leave at most this.
+    pub compact_target: u64,
+}
+
+impl KeeperOptions {
+    /// The budget, or why there is none (management is then off).
+    pub fn budget(&self) -> Result<Budget, String> {
+        let window = match (self.context_window, self.model.as_deref()) {
+            (Some(window), _) => window,
+            (None, Some(model)) => {
+                let info = crate::model::model_info(model);
+                if !info.known {
+                    return Err(format!(
+                        "the context window of {model:?} is not known; pass contextWindow"
+                    ));
+                }
+                u64::from(info.context_window)
+            }
+            (None, None) => return Err("no model and no contextWindow".to_owned()),
+        };
+        if window == 0 {
+            return Err("contextWindow is 0".to_owned());
+        }
+        let t = &self.thresholds;
+        // NOTE: the reserve is at most a quarter of the window (a 20,000-token reserve would
+        // leave a 32k window 12k), and each threshold sits at least 5% of the window under the
+        // one above it, so that every band (hold, prune, compact) exists on every window.
+        let step = window / 20;
+        let reserve = resolve(self.flush.reserve_tokens, window).min(window / 4);
+        let compact_at = resolve(t.compact, window)
+            .min(window.saturating_sub(reserve))
+            .max(1);
+        let prune_at = resolve(t.prune, window).min(compact_at.saturating_sub(step));
+        let prune_target = resolve(t.prune_target, window).min(prune_at.saturating_sub(step));
+        let compact_target = resolve(t.compact_target, window).min(prune_target);
+        let flush_at = compact_at.saturating_sub(resolve(self.flush.flush_margin, window));
+        Ok(Budget {
+            window,
+            prune_at,
+            compact_at,
+            flush_at,
+            prune_target,
+            compact_target,
+        })
+    }
+
+    fn count_options(&self, format: Format) -> CountMessagesOptions {
+        CountMessagesOptions {
+            model: self.model.clone(),
+            format: Some(format),
+            ..CountMessagesOptions::default()
+        }
+    }
+}
+
+/// What a prepare call adds to the keeper's options.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Call {
+    /// The session.
+    pub session_id: String,
+    /// The time for a compaction marker (the core reads no clock).
+    pub now: Option<String>,
+    /// Whether a flush callback is configured.
+    pub flush: bool,
+    /// Whether a summarizer is configured (else a compaction uses the heuristic summary).
+    pub summarize: bool,
+}
+
+/// What a prepare did at each tier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(target_arch = "wasm32", derive(Tsify))]
+#[serde(rename_all = "camelCase")]
+pub enum Decision {
+    /// Under the prune threshold: the standing decisions re-applied, nothing new.
+    Under,
+    /// Over the prune threshold, but a decision was made fewer than `minTurnsBetween` turns
+    /// ago and the budget holds: nothing new, so the cached prefix stays.
+    Held,
+    /// A new prune/evict decision with the configured rules.
+    Pruned,
+    /// A new decision clearing every result older than the kept turns.
+    Cleared,
+    /// A compaction (and a prune/evict decision on what it kept).
+    Compacted,
+    /// Management is off (see `reason`).
+    Off,
+}
+
+/// What `prepare` did.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(target_arch = "wasm32", derive(Tsify))]
+#[serde(rename_all = "camelCase")]
+pub struct PrepareReport {
+    /// Whether the keeper managed the conversation (false: `enabled: false` or no window).
+    pub managed: bool,
+    /// Why it did not, when it did not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub reason: Option<String>,
+    /// The figures worked to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub budget: Option<Budget>,
+    /// Tokens of the history as given.
+    pub tokens_before: u64,
+    /// Tokens of the messages returned.
+    pub tokens_after: u64,
+    /// Whether `tokensAfter` is at most the budget (`budget.compactAt`).
+    pub fits: bool,
+    /// Why it does not fit, when it does not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub over_budget: Option<String>,
+    /// What was decided.
+    pub decision: Decision,
+    /// Leading messages unchanged since the previous prepare of this session (its output),
+    /// or `null` on the first.
+    pub unchanged_prefix: Option<usize>,
+    /// Messages returned.
+    pub messages: usize,
+    /// Tool results offloaded by this call (first stored now, or re-stored).
+    pub offloaded: Vec<Edit>,
+    /// Prune edits in the output (the standing decision's and a new one's).
+    pub pruned: Vec<Edit>,
+    /// Evict edits in the output.
+    pub evicted: Vec<Edit>,
+    /// Tokens saved per strategy in this output.
+    pub saved: super::state::SavedTokens,
+    /// The compaction, when one ran or was re-applied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub compaction: Option<CompactReport>,
+    /// The memory flush, when one ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub flush: Option<FlushReport>,
+    /// Offloads whose save failed (the result stayed).
+    pub failures: Vec<Failure>,
+    /// Cache breakpoints set: message indices (`-1`: the system prompt).
+    pub breakpoints: Vec<i64>,
+    /// Whether token figures are estimates.
+    pub estimated: bool,
+}
+
+impl PrepareReport {
+    fn new() -> PrepareReport {
+        PrepareReport {
+            managed: true,
+            reason: None,
+            budget: None,
+            tokens_before: 0,
+            tokens_after: 0,
+            fits: true,
+            over_budget: None,
+            decision: Decision::Under,
+            unchanged_prefix: None,
+            messages: 0,
+            offloaded: Vec::new(),
+            pruned: Vec::new(),
+            evicted: Vec::new(),
+            saved: super::state::SavedTokens::default(),
+            compaction: None,
+            flush: None,
+            failures: Vec::new(),
+            breakpoints: Vec::new(),
+            estimated: false,
+        }
+    }
+}
+
+/// What the driver must do next.
+#[derive(Debug)]
+pub enum Need<'a> {
+    /// Save these offloads and hand one outcome each to [`Prepare::saved`].
+    Saves(&'a [Save]),
+    /// Run the memory flush and hand its outcome to [`Prepare::flushed`].
+    Flush(&'a FlushRequest),
+    /// Save the archive, then (when every save was confirmed) ask the summarizer, and hand
+    /// both to [`Prepare::summarized`].
+    Compact {
+        /// The archive's saves.
+        saves: &'a [Save],
+        /// The summary request.
+        request: Option<&'a compact::SummaryRequest>,
+    },
+    /// Call [`Prepare::finish`].
+    Done,
+}
+
+/// A prepared conversation.
+#[derive(Clone, Debug)]
+pub struct Prepared {
+    /// The conversation to send.
+    pub conversation: Conversation,
+    /// For each message, the input message it is, unchanged (else a new one).
+    pub origin: Vec<Option<usize>>,
+    /// Whether the top-level system prompt was edited (a cache breakpoint).
+    pub system_edited: bool,
+    /// What was done.
+    pub report: PrepareReport,
+    /// The session state to store, when it changed.
+    pub state: Option<SessionState>,
+}
+
+/// Errors of a prepare.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PrepareError {
+    /// The conversation cannot be counted (a request object's bad `tools`, say).
+    #[error(transparent)]
+    Count(#[from] CountMessagesError),
+    /// A compaction option is wrong.
+    #[error("{path}: {reason}")]
+    Options {
+        /// Where.
+        path: &'static str,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl From<compact::CompactError> for PrepareError {
+    fn from(err: compact::CompactError) -> Self {
+        match err {
+            compact::CompactError::Count(err) => PrepareError::Count(err),
+            compact::CompactError::Options { path, reason } => PrepareError::Options {
+                path: match path {
+                    "options.keepRecentTurns" => "options.compact.keepRecentTurns",
+                    other => other,
+                },
+                reason,
+            },
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Stage {
+    /// Offloads planned, which of them the state knows as stored, and the saves to ask for
+    /// (the others).
+    Offload(Box<OffloadPlan>, Vec<bool>, Vec<Save>),
+    /// Decide the tiers.
+    Decide,
+    /// Waiting for the flush; then compact (`true`) or finish.
+    Flushing(FlushRequest, bool),
+    /// A compaction planned; waiting for its saves and summary.
+    Compacting(Box<CompactPlan>),
+    /// Ready to finish.
+    Done,
+}
+
+/// One prepare of a conversation (see the module's documentation).
+#[derive(Debug)]
+pub struct Prepare {
+    options: KeeperOptions,
+    call: Call,
+    budget: Option<Budget>,
+    stage: Stage,
+    /// The working conversation, and for each message the input message it is, unchanged.
+    conversation: Conversation,
+    origin: Vec<Option<usize>>,
+    /// The conversation before pruning and eviction (after offloads and compactions).
+    base: Conversation,
+    base_origin: Vec<Option<usize>>,
+    state: SessionState,
+    state_changed: bool,
+    report: PrepareReport,
+    tokens: u64,
+    estimated: bool,
+    flush_request: Option<FlushRequest>,
+}
+
+impl Prepare {
+    /// Starts a prepare of `conv` (as given by the host) with the session's stored state.
+    ///
+    /// # Errors
+    /// A conversation that cannot be counted with these options.
+    pub fn start(
+        conv: Conversation,
+        options: &KeeperOptions,
+        call: Call,
+        state: SessionState,
+        counter: &mut Counter,
+    ) -> Result<Prepare, PrepareError> {
+        let n = conv.messages().len();
+        let mut report = PrepareReport::new();
+        let budget = match (options.enabled, options.budget()) {
+            (false, _) => {
+                report.reason = Some("management is off (enabled: false)".to_owned());
+                None
+            }
+            (true, Err(reason)) => {
+                report.reason = Some(reason);
+                None
+            }
+            (true, Ok(budget)) => Some(budget),
+        };
+        let count = counter.count(&conv, &options.count_options(conv.format()))?;
+        report.tokens_before = count.total;
+        report.estimated = !count.exact;
+        let origin: Vec<Option<usize>> = (0..n).map(Some).collect();
+        let stage = match budget {
+            None => {
+                report.managed = false;
+                report.decision = Decision::Off;
+                Stage::Done
+            }
+            Some(_) => {
+                let mut offload = options.offload.clone();
+                offload.session_id = call.session_id.clone();
+                offload.model = offload.model.or_else(|| options.model.clone());
+                let plan = offload::plan_messages(conv.clone(), &offload);
+                let known: Vec<bool> = plan
+                    .ids()
+                    .map(|id| state.keeper.offloaded.contains(id))
+                    .collect();
+                let asked = plan
+                    .saves()
+                    .zip(&known)
+                    .filter(|(_, k)| !**k)
+                    .map(|(s, _)| s.clone())
+                    .collect();
+                Stage::Offload(Box::new(plan), known, asked)
+            }
+        };
+        report.budget = budget;
+        Ok(Prepare {
+            options: options.clone(),
+            call,
+            budget,
+            stage,
+            base: conv.clone(),
+            base_origin: origin.clone(),
+            conversation: conv,
+            origin,
+            state,
+            state_changed: false,
+            report,
+            tokens: count.total,
+            estimated: !count.exact,
+            flush_request: None,
+        })
+    }
+
+    /// What the driver must do next; [`Need::Done`] once nothing is left.
+    ///
+    /// # Errors
+    /// A conversation that cannot be counted (it was counted once already, so in practice
+    /// never), or a compaction option that is wrong.
+    pub fn next(&mut self, counter: &mut Counter) -> Result<Need<'_>, PrepareError> {
+        loop {
+            match &self.stage {
+                Stage::Offload(_, known, asked) => {
+                    // NOTE: the saves the state already confirmed are not asked for again.
+                    if asked.is_empty() {
+                        let all = vec![Outcome::Saved; known.len()];
+                        self.apply_offloads(&all);
+                        continue;
+                    }
+                    break;
+                }
+                Stage::Decide => {
+                    self.decide(counter)?;
+                    continue;
+                }
+                Stage::Flushing(..) | Stage::Compacting(_) | Stage::Done => break,
+            }
+        }
+        Ok(match &self.stage {
+            Stage::Offload(_, _, asked) => Need::Saves(asked),
+            Stage::Flushing(request, _) => Need::Flush(request),
+            Stage::Compacting(plan) => Need::Compact {
+                saves: plan.saves(),
+                request: plan.summary_request(),
+            },
+            Stage::Decide | Stage::Done => Need::Done,
+        })
+    }
+
+    /// The outcomes of the saves [`Need::Saves`] asked for, in order.
+    pub fn saved(&mut self, outcomes: &[Outcome]) {
+        let Stage::Offload(_, known, _) = &self.stage else {
+            return;
+        };
+        let mut asked = outcomes.iter();
+        let all: Vec<Outcome> = known
+            .iter()
+            .map(|k| match k {
+                true => Outcome::Saved,
+                false => asked
+                    .next()
+                    .cloned()
+                    .unwrap_or_else(|| Outcome::Failed("the save has no outcome".to_owned())),
+            })
+            .collect();
+        self.apply_offloads(&all);
+    }
+
+    fn apply_offloads(&mut self, outcomes: &[Outcome]) {
+        let Stage::Offload(plan, known, _) = std::mem::replace(&mut self.stage, Stage::Decide)
+        else {
+            return;
+        };
+        let ids: Vec<String> = plan.ids().map(str::to_owned).collect();
+        let bytes: Vec<u64> = plan.saves().map(|s| s.bytes.len() as u64).collect();
+        let done = plan.apply(outcomes);
+        for (i, outcome) in outcomes.iter().enumerate() {
+            let fresh = !known.get(i).copied().unwrap_or(true);
+            if *outcome == Outcome::Saved && fresh {
+                if let Some(id) = ids.get(i) {
+                    self.state.keeper.offloaded.insert(id.clone());
+                    self.state.keeper.stats.events.offloads += 1;
+                    self.state.keeper.stats.stored_bytes += bytes.get(i).copied().unwrap_or(0);
+                    self.state_changed = true;
+                }
+            }
+        }
+        for &m in &done.edited {
+            if let Some(slot) = self.origin.get_mut(m) {
+                *slot = None;
+            }
+        }
+        self.report.saved.offload = done.report.tokens_saved;
+        self.report.offloaded = done.report.edits;
+        self.report.failures = done.report.failures;
+        self.conversation = done.conversation;
+        // the stored compactions, when the host sends its full history
+        if let Some((conv, map, _)) = compact::reapply(&self.conversation, &self.state) {
+            self.origin = compose(&map, &self.origin);
+            self.conversation = conv;
+        }
+        self.base = self.conversation.clone();
+        self.base_origin = self.origin.clone();
+    }
+
+    /// Re-applies the standing decision, counts, and decides what more is needed.
+    fn decide(&mut self, counter: &mut Counter) -> Result<(), PrepareError> {
+        self.stage = Stage::Done;
+        let Some(budget) = self.budget else {
+            return Ok(());
+        };
+        let standing = self.state.keeper.horizon.clone();
+        let tokens = self.apply_horizon(standing.as_ref(), counter)?;
+        let flush_due = self.call.flush && !self.state.flushed() && tokens > budget.flush_at;
+        if tokens <= budget.prune_at {
+            self.report.decision = Decision::Under;
+            return self.then_flush(flush_due, false);
+        }
+        let recent = standing.as_ref().and_then(|h| self.turns_since(&h.call));
+        if recent.is_some_and(|turns| turns < self.options.min_turns_between) {
+            // NOTE: a decision this recent is not re-made: within the budget it holds, and
+            // past it pruning has shown it cannot keep up, so compaction comes next.
+            if tokens <= budget.compact_at {
+                self.report.decision = Decision::Held;
+                return self.then_flush(flush_due, false);
+            }
+            return self.over_prune(budget, tokens, counter);
+        }
+        // a new decision, as of the latest tool call
+        let Some(call) = self.latest_call() else {
+            // no tool results to prune: only a compaction can help
+            return self.over_prune(budget, tokens, counter);
+        };
+        for level in [1, 2] {
+            let horizon = Horizon {
+                call: call.clone(),
+                level,
+            };
+            let tokens = self.apply_horizon(Some(&horizon), counter)?;
+            if tokens <= budget.prune_target || (level == 2 && tokens <= budget.compact_at) {
+                self.record_horizon(horizon);
+                self.report.decision = match level {
+                    1 => Decision::Pruned,
+                    _ => Decision::Cleared,
+                };
+                let flush_due = flush_due || self.flush_due(tokens, budget);
+                return self.then_flush(flush_due && self.call.flush, false);
+            }
+        }
+        let tokens = self.tokens;
+        self.record_horizon(Horizon { call, level: 2 });
+        self.report.decision = Decision::Cleared;
+        self.over_prune(budget, tokens, counter)
+    }
+
+    /// Over the compaction threshold after pruning: flush (when due), then compact.
+    fn over_prune(
+        &mut self,
+        budget: Budget,
+        tokens: u64,
+        counter: &mut Counter,
+    ) -> Result<(), PrepareError> {
+        if tokens <= budget.compact_at {
+            return Ok(());
+        }
+        let flush_due = self.call.flush && !self.state.flushed();
+        if flush_due {
+            return self.then_flush(true, true);
+        }
+        self.start_compaction(counter)
+    }
+
+    fn flush_due(&self, tokens: u64, budget: Budget) -> bool {
+        self.call.flush && !self.state.flushed() && tokens > budget.flush_at
+    }
+
+    /// Asks for the flush when due; `compact` says whether a compaction follows it.
+    fn then_flush(&mut self, due: bool, compact: bool) -> Result<(), PrepareError> {
+        if !due {
+            return Ok(());
+        }
+        let window = self.budget.map_or(0, |b| b.window);
+        if let Some(request) =
+            flush::request(&self.options.flush, &self.state, self.tokens, window, true)
+        {
+            self.stage = Stage::Flushing(request, compact);
+        }
+        Ok(())
+    }
+
+    /// The outcome of the flush [`Need::Flush`] asked for.
+    ///
+    /// # Errors
+    /// A compaction option that is wrong (when the compaction follows).
+    pub fn flushed(
+        &mut self,
+        outcome: FlushOutcome,
+        counter: &mut Counter,
+    ) -> Result<(), PrepareError> {
+        let Stage::Flushing(request, compact) = std::mem::replace(&mut self.stage, Stage::Done)
+        else {
+            return Ok(());
+        };
+        let report = flush::record(&request, outcome, &mut self.state);
+        self.state_changed = true;
+        self.state.keeper.stats.events.flushes += 1;
+        if report.failure.is_some() {
+            self.state.keeper.stats.events.failures += 1;
+        }
+        self.report.flush = Some(report);
+        self.flush_request = Some(request);
+        if compact {
+            self.start_compaction(counter)?;
+        }
+        Ok(())
+    }
+
+    /// Plans the compaction of the conversation before pruning, keeping what fits under the
+    /// compaction's low watermark.
+    fn start_compaction(&mut self, counter: &mut Counter) -> Result<(), PrepareError> {
+        let Some(budget) = self.budget else {
+            return Ok(());
+        };
+        let mut options = self.options.compact.clone();
+        options.session_id = self.call.session_id.clone();
+        options.model = self.options.model.clone();
+        options.context_window = Some(budget.window);
+        options.now = self.call.now.clone();
+        options.flush = false;
+        if options.keep_recent_turns.is_none() && options.keep_recent_tokens.is_none() {
+            let count =
+                counter.count(&self.base, &self.options.count_options(self.base.format()))?;
+            let head = head_tokens(&self.base, &count.per_message);
+            let room = budget
+                .compact_target
+                .saturating_sub(head)
+                .saturating_sub(options.target_tokens);
+            options.keep_recent_tokens = Some(room.max(1));
+        }
+        let plan = compact::plan(self.base.clone(), &options, self.state.clone(), counter)?;
+        self.stage = Stage::Compacting(Box::new(plan));
+        Ok(())
+    }
+
+    /// The outcomes of the compaction [`Need::Compact`] asked for: one per archive save, and
+    /// the summary (`NotCalled` when a save failed; `Heuristic` without a summarizer).
+    ///
+    /// # Errors
+    /// A conversation that cannot be counted (in practice never: it was counted).
+    pub fn summarized(
+        &mut self,
+        archive: &[Outcome],
+        summary: SummaryOutcome,
+        counter: &mut Counter,
+    ) -> Result<(), PrepareError> {
+        let Stage::Compacting(plan) = std::mem::replace(&mut self.stage, Stage::Done) else {
+            return Ok(());
+        };
+        let stored: u64 = plan
+            .saves()
+            .iter()
+            .zip(archive)
+            .filter(|(_, o)| **o == Outcome::Saved)
+            .map(|(s, _)| s.bytes.len() as u64)
+            .sum();
+        let done = plan.finish(archive, summary, None);
+        let applied = matches!(
+            done.report.outcome,
+            compact::CompactOutcome::Compacted | compact::CompactOutcome::Reapplied
+        );
+        self.state.keeper.stats.stored_bytes += stored;
+        if applied {
+            self.base_origin = compose(&done.origin, &self.base_origin);
+            self.base = done.conversation;
+            if let Some(state) = done.state {
+                let keeper = std::mem::take(&mut self.state.keeper);
+                self.state = state;
+                self.state.keeper = keeper;
+                self.state_changed = true;
+            }
+            self.state.keeper.stats.events.compactions += 1;
+            self.report.saved.compact = done
+                .report
+                .tokens_before
+                .saturating_sub(done.report.tokens_after);
+            self.report.decision = Decision::Compacted;
+            // a fresh decision on what the compaction kept
+            match self.latest_call() {
+                Some(call) => {
+                    let horizon = Horizon { call, level: 1 };
+                    self.apply_horizon(Some(&horizon), counter)?;
+                    self.record_horizon(horizon);
+                }
+                None => {
+                    self.apply_horizon(None, counter)?;
+                    self.state.keeper.horizon = None;
+                }
+            }
+        } else {
+            self.state.keeper.stats.events.failures += 1;
+            self.state_changed = true;
+        }
+        self.report.compaction = Some(done.report);
+        Ok(())
+    }
+
+    /// Records a new standing decision.
+    fn record_horizon(&mut self, horizon: Horizon) {
+        if self.state.keeper.horizon.as_ref() != Some(&horizon) {
+            self.state.keeper.stats.events.prunes += 1;
+            self.state.keeper.horizon = Some(horizon);
+            self.state_changed = true;
+        }
+    }
+
+    /// Prunes and evicts the base conversation as of `horizon` into the working one; returns
+    /// its count.
+    fn apply_horizon(
+        &mut self,
+        horizon: Option<&Horizon>,
+        counter: &mut Counter,
+    ) -> Result<u64, PrepareError> {
+        let mut conversation = self.base.clone();
+        let mut origin = self.base_origin.clone();
+        let (mut pruned, mut evicted) = (Report::default(), Report::default());
+        if let Some(horizon) = horizon {
+            if let Some(end) = self.horizon_end(&horizon.call) {
+                let mut prune = self.options.prune.clone();
+                prune.model = prune.model.or_else(|| self.options.model.clone());
+                prune.horizon = Some(end);
+                prune.clear_at_least_tokens = 0;
+                let mut evict = self.options.evict.clone();
+                evict.model = evict.model.or_else(|| self.options.model.clone());
+                evict.horizon = Some(end);
+                if horizon.level >= 2 {
+                    prune.hard_clear_after_turns = Some(prune.keep_last_assistant_turns);
+                    evict.keep_last_assistant_turns = evict.keep_last_assistant_turns.min(1);
+                }
+                let done = prune::prune(conversation, &prune);
+                mark(&mut origin, &done.edited);
+                pruned = done.report;
+                let done = evict::evict(done.conversation, &evict);
+                mark(&mut origin, &done.edited);
+                evicted = done.report;
+                conversation = done.conversation;
+            }
+        }
+        let count = counter.count(
+            &conversation,
+            &self.options.count_options(conversation.format()),
+        )?;
+        self.report.saved.prune = pruned.tokens_saved;
+        self.report.saved.evict = evicted.tokens_saved;
+        self.report.pruned = pruned.edits;
+        self.report.evicted = evicted.edits;
+        self.conversation = conversation;
+        self.origin = origin;
+        self.tokens = count.total;
+        self.estimated = !count.exact;
+        Ok(count.total)
+    }
+
+    /// The message index just after the exchange of tool call `call` in the base conversation.
+    fn horizon_end(&self, call: &str) -> Option<usize> {
+        result_sites(&self.base)
+            .iter()
+            .filter(|s| s.call_id.as_deref() == Some(call))
+            .map(|s| s.at.message.max(s.call_at.message) + 1)
+            .max()
+    }
+
+    /// Assistant turns begun after the exchange of `call` (`None` when it is not there).
+    fn turns_since(&self, call: &str) -> Option<usize> {
+        let end = self.horizon_end(call)?;
+        let all = Turns::of(&self.base);
+        let before = Turns::until(&self.base, Some(end));
+        Some(all.len().saturating_sub(before.len()))
+    }
+
+    /// The id of the latest tool call that has its result.
+    fn latest_call(&self) -> Option<String> {
+        result_sites(&self.base)
+            .into_iter()
+            .rev()
+            .find_map(|s| s.call_id)
+    }
+
+    /// The prepared conversation, the report and the state to store.
+    pub fn finish(mut self, counter: &mut Counter) -> Prepared {
+        let mut system_edited = false;
+        if self.budget.is_some() {
+            if self.options.cache_breakpoints && self.conversation.format() == Format::Anthropic {
+                system_edited = self.set_breakpoints();
+                if !self.report.breakpoints.is_empty() {
+                    if let Ok(count) = counter.count(
+                        &self.conversation,
+                        &self.options.count_options(self.conversation.format()),
+                    ) {
+                        self.tokens = count.total;
+                    }
+                }
+            }
+            self.finish_figures();
+        } else {
+            self.report.tokens_after = self.report.tokens_before;
+            self.conversation = self.base.clone();
+            self.origin = self.base_origin.clone();
+        }
+        self.report.messages = self.conversation.messages().len();
+        Prepared {
+            conversation: self.conversation,
+            origin: self.origin,
+            system_edited,
+            report: self.report,
+            state: self.state_changed.then_some(self.state),
+        }
+    }
+
+    fn finish_figures(&mut self) {
+        let Some(budget) = self.budget else { return };
+        self.report.tokens_after = self.tokens;
+        self.report.estimated |= self.estimated;
+        self.report.fits = self.tokens <= budget.compact_at;
+        if !self.report.fits {
+            self.report.over_budget = Some(self.why_over(budget));
+            self.state.keeper.stats.events.over_budget += 1;
+        }
+        let hashes = output_hashes(&self.conversation);
+        let previous = &self.state.keeper.output;
+        self.report.unchanged_prefix = (!previous.is_empty()).then(|| {
+            hashes
+                .as_bytes()
+                .chunks(8)
+                .zip(previous.as_bytes().chunks(8))
+                .take_while(|(a, b)| a == b)
+                .count()
+        });
+        let stats = &mut self.state.keeper.stats;
+        stats.prepared += 1;
+        stats.last_tokens = self.tokens;
+        stats.tokens_sent += self.tokens;
+        stats.saved.offload += self.report.saved.offload;
+        stats.saved.prune += self.report.saved.prune;
+        stats.saved.evict += self.report.saved.evict;
+        stats.saved.compact += self.report.saved.compact;
+        stats.events.failures += self.report.failures.len() as u64;
+        self.state.keeper.output = hashes;
+        self.state_changed = true;
+    }
+
+    /// Why the output is over the budget.
+    fn why_over(&self, budget: Budget) -> String {
+        if let Some(compaction) = &self.report.compaction {
+            if compaction.outcome == compact::CompactOutcome::Failed {
+                return format!(
+                    "the compaction failed ({}): {}",
+                    compaction.phase.map_or("plan", |p| match p {
+                        compact::Phase::Archive => "archive",
+                        compact::Phase::Summarize => "summarize",
+                        compact::Phase::Check => "check",
+                    }),
+                    compaction.reason.as_deref().unwrap_or("no reason given")
+                );
+            }
+        }
+        let count = self.options.count_options(self.conversation.format());
+        let mut counter = Counter::default();
+        let largest = counter
+            .count(&self.conversation, &count)
+            .ok()
+            .and_then(|c| {
+                c.per_message
+                    .iter()
+                    .copied()
+                    .enumerate()
+                    .max_by_key(|(_, t)| *t)
+            });
+        let largest_role = largest.and_then(|(i, _)| {
+            self.conversation
+                .messages()
+                .get(i)
+                .map(|m| role_name(m.role()))
+        });
+        if let Some((i, tokens)) = largest {
+            if tokens > budget.compact_at {
+                // NOTE: named by its index in the history the host gave.
+                let i = self.origin.get(i).copied().flatten().unwrap_or(i);
+                let role = largest_role.unwrap_or("a");
+                return format!(
+                    "message {i} ({role}) alone is {tokens} tokens, over the budget of {}",
+                    budget.compact_at
+                );
+            }
+        }
+        format!(
+            "{} tokens remain over the budget of {} after every tier: the recent turns kept verbatim, the system prompt and the first request are too large for this window",
+            self.tokens, budget.compact_at
+        )
+    }
+
+    /// Sets Anthropic `cache_control` breakpoints on the system prompt and on the last
+    /// message of the stable prefix (the standing decision's horizon, or the latest marker),
+    /// within the four a request may carry. Returns whether the system prompt was edited.
+    fn set_breakpoints(&mut self) -> bool {
+        let existing = count_breakpoints(&self.conversation);
+        let mut room = MAX_BREAKPOINTS.saturating_sub(existing);
+        let mut system_edited = false;
+        if room > 0 {
+            if let Some(system) = self.conversation.system_mut() {
+                if mark_last_block(system) {
+                    system_edited = true;
+                    room -= 1;
+                    self.report.breakpoints.push(-1);
+                }
+            }
+        }
+        let end = self
+            .state
+            .keeper
+            .horizon
+            .as_ref()
+            .and_then(|h| self.horizon_end_in(&h.call))
+            .or_else(|| compact::latest_marker(self.conversation.messages()).map(|(at, _)| at + 1));
+        if let (true, Some(end)) = (room > 0, end) {
+            let at = end.saturating_sub(1);
+            if let Some(message) = self.conversation.messages_mut().get_mut(at) {
+                if mark_last_block(message) {
+                    if let Some(slot) = self.origin.get_mut(at) {
+                        *slot = None;
+                    }
+                    self.report.breakpoints.push(at as i64);
+                }
+            }
+        }
+        system_edited
+    }
+
+    /// [`Prepare::horizon_end`] in the working conversation.
+    fn horizon_end_in(&self, call: &str) -> Option<usize> {
+        result_sites(&self.conversation)
+            .iter()
+            .filter(|s| s.call_id.as_deref() == Some(call))
+            .map(|s| s.at.message.max(s.call_at.message) + 1)
+            .max()
+    }
+}
+
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::Tool => "tool",
+        Role::Developer => "developer",
+        Role::Function => "function",
+    }
+}
+
+/// Marks message indices as edited.
+fn mark(origin: &mut [Option<usize>], edited: &[usize]) {
+    for &m in edited {
+        if let Some(slot) = origin.get_mut(m) {
+            *slot = None;
+        }
+    }
+}
+
+/// `outer[i]` is an index into the list `inner` maps to the input: their composition.
+fn compose(outer: &[Option<usize>], inner: &[Option<usize>]) -> Vec<Option<usize>> {
+    outer
+        .iter()
+        .map(|o| o.and_then(|j| inner.get(j).copied().flatten()))
+        .collect()
+}
+
+/// Tokens of what a compaction always keeps ahead of the marker: the messages before the
+/// first assistant message (system prompts and the first request).
+fn head_tokens(conv: &Conversation, per_message: &[u64]) -> u64 {
+    conv.messages()
+        .iter()
+        .zip(per_message)
+        .take_while(|(m, _)| m.role() != Role::Assistant)
+        .map(|(_, t)| *t)
+        .sum()
+}
+
+/// 8 hex digits of each message's hash, concatenated.
+fn output_hashes(conv: &Conversation) -> String {
+    let mut out = String::with_capacity(conv.messages().len() * 8);
+    for message in conv.messages() {
+        let hash = xxhash_rust::xxh3::xxh3_64(message.to_value().to_string().as_bytes());
+        out.push_str(&format!("{:08x}", hash as u32));
+    }
+    out
+}
+
+/// `cache_control` marks already in the conversation.
+fn count_breakpoints(conv: &Conversation) -> usize {
+    conv.system()
+        .into_iter()
+        .chain(conv.messages())
+        .flat_map(|m| m.parts())
+        .filter(|p| p.raw().get("cache_control").is_some())
+        .count()
+}
+
+/// Sets `cache_control` on the last content block of `message`; false when it has none (a
+/// string content) or it is marked already.
+fn mark_last_block(message: &mut crate::messages::Message) -> bool {
+    let Some(part) = message.parts_mut().last_mut() else {
+        return false;
+    };
+    part.set_cache_control(json!({"type": "ephemeral"}))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,449 @@
+use super::*;
+use crate::messages::{parse_messages, validate_conversation, MessagesOptions};
+use serde_json::Value;
+
+fn read(v: &Value) -> Conversation {
+    parse_messages(
+        v,
+        &MessagesOptions {
+            format: None,
+            allow_pending_calls: true,
+        },
+    )
+    .unwrap()
+}
+
+/// An OpenAI agent run of `turns` turns, each a `bash` call and a result of `result_lines`
+/// lines, with a user interjection every 5 turns.
+fn run(turns: usize, result_lines: usize) -> Vec<Value> {
+    let mut list = vec![
+        json!({"role": "system", "content": "You are a coding agent."}),
+        json!({"role": "user", "content": "Fix the failing test in src/export/csv.rs; run `cargo test --locked` to check."}),
+    ];
+    for t in 0..turns {
+        list.push(json!({"role": "assistant", "content": format!("Turn {t}: looking at src/export/csv.rs"), "tool_calls": [
+            {"id": format!("call_{t}"), "type": "function", "function": {"name": "bash", "arguments": format!("{{\"command\":\"sed -n {t},+40p src/export/csv.rs\"}}")}}]}));
+        let body: String = (0..result_lines)
+            .map(|l| {
+                format!(
+                    "{t}:{l} fn export_row(amount: i64) -> String {{ format!(\"{{amount}}\") }}\n"
+                )
+            })
+            .collect();
+        list.push(json!({"role": "tool", "tool_call_id": format!("call_{t}"), "content": body}));
+        if t % 5 == 4 {
+            list.push(json!({"role": "user", "content": format!("keep going ({t})")}));
+        }
+    }
+    list
+}
+
+fn options(window: u64) -> KeeperOptions {
+    KeeperOptions {
+        model: Some("gpt-4o".into()),
+        context_window: Some(window),
+        ..KeeperOptions::default()
+    }
+}
+
+fn call(flush: bool) -> Call {
+    Call {
+        session_id: "s1".into(),
+        now: Some("2026-11-25T10:00:00Z".into()),
+        flush,
+        summarize: true,
+    }
+}
+
+/// What the driver did during one prepare.
+#[derive(Default, Debug)]
+struct Driven {
+    saves: usize,
+    flushes: usize,
+    summaries: usize,
+}
+
+/// Runs a prepare to the end: every save succeeds unless `fail_saves`, the flush replies
+/// `SILENT`, the summarizer returns `summary` (or fails with it when it starts with `!`).
+fn prepare(
+    list: &[Value],
+    options: &KeeperOptions,
+    state: &SessionState,
+    fail_saves: bool,
+    summary: &str,
+) -> (Prepared, Driven) {
+    let mut counter = Counter::new();
+    let mut p = Prepare::start(
+        read(&Value::Array(list.to_vec())),
+        options,
+        call(true),
+        state.clone(),
+        &mut counter,
+    )
+    .unwrap();
+    let mut driven = Driven::default();
+    loop {
+        let outcome = match p.next(&mut counter).unwrap() {
+            Need::Done => break,
+            Need::Saves(saves) => {
+                driven.saves += saves.len();
+                let o = if fail_saves {
+                    Outcome::Failed("quota exceeded".into())
+                } else {
+                    Outcome::Saved
+                };
+                Step::Saved(vec![o; saves.len()])
+            }
+            Need::Flush(_) => {
+                driven.flushes += 1;
+                Step::Flushed
+            }
+            Need::Compact { saves, request } => {
+                driven.summaries += usize::from(request.is_some());
+                let outcomes = vec![Outcome::Saved; saves.len()];
+                let s = match (request, summary.strip_prefix('!')) {
+                    (None, _) => SummaryOutcome::NotCalled,
+                    (Some(_), Some(reason)) => SummaryOutcome::Failed(reason.into()),
+                    (Some(_), None) => SummaryOutcome::Text(summary.into()),
+                };
+                Step::Summarized(outcomes, s)
+            }
+        };
+        match outcome {
+            Step::Saved(o) => p.saved(&o),
+            Step::Flushed => p
+                .flushed(FlushOutcome::Replied(Some("SILENT".into())), &mut counter)
+                .unwrap(),
+            Step::Summarized(o, s) => p.summarized(&o, s, &mut counter).unwrap(),
+        }
+    }
+    (p.finish(&mut counter), driven)
+}
+
+enum Step {
+    Saved(Vec<Outcome>),
+    Flushed,
+    Summarized(Vec<Outcome>, SummaryOutcome),
+}
+
+const SUMMARY: &str = "Intent: fix the failing test in src/export/csv.rs. Progress: read the export code turn by turn. State: still reading.";
+
+fn values(p: &Prepared) -> Vec<Value> {
+    p.conversation
+        .messages()
+        .iter()
+        .map(|m| m.to_value())
+        .collect()
+}
+
+#[test]
+fn under_the_threshold_the_input_comes_back_untouched() {
+    let list = run(6, 5);
+    let (out, driven) = prepare(
+        &list,
+        &options(128_000),
+        &SessionState::default(),
+        false,
+        SUMMARY,
+    );
+    assert_eq!(out.report.decision, Decision::Under);
+    assert!(out.report.managed && out.report.fits);
+    assert_eq!(out.report.tokens_before, out.report.tokens_after);
+    assert_eq!(values(&out), list);
+    assert!(out.origin.iter().enumerate().all(|(i, o)| *o == Some(i)));
+    assert_eq!(driven.saves + driven.flushes + driven.summaries, 0);
+    assert_eq!(out.report.unchanged_prefix, None, "no previous output");
+}
+
+#[test]
+fn an_unknown_window_or_enabled_false_turns_management_off() {
+    let list = run(3, 5);
+    let mut o = options(128_000);
+    o.context_window = None;
+    o.model = Some("my-own-model".into());
+    let (out, _) = prepare(&list, &o, &SessionState::default(), false, SUMMARY);
+    assert!(!out.report.managed);
+    assert_eq!(out.report.decision, Decision::Off);
+    assert!(out
+        .report
+        .reason
+        .as_deref()
+        .unwrap()
+        .contains("contextWindow"));
+    assert_eq!(values(&out), list);
+    assert!(out.state.is_none());
+    let mut o = options(100);
+    o.enabled = false;
+    let (out, _) = prepare(&list, &o, &SessionState::default(), false, SUMMARY);
+    assert!(!out.report.managed);
+    assert_eq!(values(&out), list);
+}
+
+#[test]
+fn budget_figures_follow_the_thresholds_and_accept_fractions() {
+    let b = options(200_000).budget().unwrap();
+    assert_eq!(
+        (b.prune_at, b.compact_at, b.flush_at),
+        (170_000, 180_000, 176_000)
+    );
+    assert_eq!((b.prune_target, b.compact_target), (140_000, 100_000));
+    // a 1M window: 95% is under window - reserve
+    let b = options(1_000_000).budget().unwrap();
+    assert_eq!((b.prune_at, b.compact_at), (850_000, 950_000));
+    // a 32k window: the reserve is at most a quarter, and pruning comes 5% before
+    let b = options(32_000).budget().unwrap();
+    assert_eq!((b.prune_at, b.compact_at), (22_400, 24_000));
+    assert_eq!((b.prune_target, b.compact_target), (20_800, 16_000));
+    let mut o = options(32_000);
+    o.flush.reserve_tokens = 0.1;
+    assert_eq!(o.budget().unwrap().compact_at, 28_800);
+    // absolute thresholds
+    o.thresholds.prune = 10_000.0;
+    assert_eq!(o.budget().unwrap().prune_at, 10_000);
+}
+
+#[test]
+fn a_huge_result_is_offloaded_once_and_not_saved_again() {
+    let mut list = run(4, 5);
+    let huge: String = (0..4000)
+        .map(|l| format!("row {l}: 0.{l} 1.{l} 2.{l}\n"))
+        .collect();
+    list.push(json!({"role": "assistant", "content": null, "tool_calls": [
+        {"id": "call_big", "type": "function", "function": {"name": "bash", "arguments": "{\"command\":\"cat data.csv\"}"}}]}));
+    list.push(json!({"role": "tool", "tool_call_id": "call_big", "content": huge}));
+    let (out, driven) = prepare(
+        &list,
+        &options(128_000),
+        &SessionState::default(),
+        false,
+        SUMMARY,
+    );
+    assert_eq!(driven.saves, 1);
+    assert_eq!(out.report.offloaded.len(), 1);
+    assert!(out.report.tokens_after < out.report.tokens_before / 2);
+    let state = out.state.clone().unwrap();
+    assert_eq!(state.keeper.offloaded.len(), 1);
+    // again, with the state: the same output, no save asked for
+    let (again, driven) = prepare(&list, &options(128_000), &state, false, SUMMARY);
+    assert_eq!(driven.saves, 0);
+    assert_eq!(values(&again), values(&out));
+    assert_eq!(again.report.unchanged_prefix, Some(list.len()));
+}
+
+#[test]
+fn a_failed_offload_keeps_the_result_and_reports_it() {
+    let mut list = run(2, 5);
+    let huge: String = (0..4000)
+        .map(|l| format!("row {l}: 0.{l} 1.{l} 2.{l}\n"))
+        .collect();
+    list.push(json!({"role": "assistant", "content": null, "tool_calls": [
+        {"id": "call_big", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]}));
+    list.push(json!({"role": "tool", "tool_call_id": "call_big", "content": huge}));
+    let (out, _) = prepare(
+        &list,
+        &options(128_000),
+        &SessionState::default(),
+        true,
+        SUMMARY,
+    );
+    assert_eq!(values(&out), list);
+    assert_eq!(out.report.failures.len(), 1);
+    assert_eq!(out.report.failures[0].reason, "quota exceeded");
+    assert!(out.state.unwrap().keeper.offloaded.is_empty());
+}
+
+/// Replays a growing run through prepare with a small window, carrying the state, and
+/// returns each call's output and report.
+fn replay(turns: usize, window: u64, summary: &str) -> Vec<(Vec<Value>, Prepared, Driven)> {
+    let full = run(turns, 40);
+    let mut state = SessionState::default();
+    let mut out = Vec::new();
+    let mut end = 4;
+    while end <= full.len() {
+        // histories that end after a tool result
+        if full[end - 1]["role"] == "tool" {
+            let history = full[..end].to_vec();
+            let (p, d) = prepare(&history, &options(window), &state, false, summary);
+            if let Some(s) = &p.state {
+                state = s.clone();
+            }
+            out.push((history, p, d));
+        }
+        end += 1;
+    }
+    out
+}
+
+/// The 120-turn replay under a 12k window, made once for the tests that read it.
+fn shared_replay() -> &'static [(Vec<Value>, Prepared, Driven)] {
+    static CALLS: std::sync::OnceLock<Vec<(Vec<Value>, Prepared, Driven)>> =
+        std::sync::OnceLock::new();
+    CALLS.get_or_init(|| replay(120, 12_000, SUMMARY))
+}
+
+#[test]
+fn a_growing_session_stays_in_budget_and_valid_and_moves_its_prefix_in_steps() {
+    let calls = shared_replay();
+    let budget = options(12_000).budget().unwrap();
+    let mut moves = 0;
+    let mut compactions = 0;
+    for (i, (history, p, _)) in calls.iter().enumerate() {
+        assert!(p.report.fits, "call {i}: {:?}", p.report.over_budget);
+        assert!(p.report.tokens_after <= budget.compact_at);
+        let problems = validate_conversation(&p.conversation, &MessagesOptions::default());
+        assert!(problems.is_empty(), "call {i}: {problems:?}");
+        // the last exchange is always verbatim
+        let out = values(p);
+        assert_eq!(out.last(), history.last());
+        assert_eq!(out[0], history[0]);
+        if i > 0 {
+            let previous = calls[i - 1].1.report.messages;
+            if p.report.unchanged_prefix != Some(previous) {
+                moves += 1;
+            }
+        }
+        compactions += usize::from(p.report.decision == Decision::Compacted);
+    }
+    assert!(compactions >= 1, "the run outgrows pruning");
+    assert!(
+        moves * 4 <= calls.len(),
+        "{moves} moves in {} calls",
+        calls.len()
+    );
+}
+
+#[test]
+fn the_same_history_and_state_give_the_same_output_byte_for_byte() {
+    let calls = shared_replay();
+    // any call again with the state stored before it: same output, no summary asked
+    let mut state = SessionState::default();
+    for (history, p, _) in calls {
+        let (again, driven) = prepare(
+            history,
+            &options(12_000),
+            &state,
+            false,
+            "!must not be called",
+        );
+        if p.report.decision != Decision::Compacted {
+            assert_eq!(driven.summaries, 0);
+            assert_eq!(values(&again), values(p));
+        }
+        if let Some(s) = &p.state {
+            state = s.clone();
+        }
+    }
+    // the full history after the last call, with the final state: the last output
+    let (history, last, _) = calls.last().unwrap();
+    let (again, driven) = prepare(
+        history,
+        &options(12_000),
+        &state,
+        false,
+        "!must not be called",
+    );
+    assert_eq!(driven.summaries, 0);
+    assert_eq!(values(&again), values(last));
+    assert_eq!(again.report.unchanged_prefix, Some(last.report.messages));
+}
+
+#[test]
+fn a_failed_summary_leaves_the_history_pruned_and_says_why_it_does_not_fit() {
+    let calls = replay(90, 12_000, "!the summarizer failed: 529 overloaded");
+    let last = &calls.last().unwrap().1;
+    assert!(!last.report.fits);
+    let why = last.report.over_budget.as_deref().unwrap();
+    assert!(why.contains("compaction failed"), "{why}");
+    assert!(last.state.as_ref().unwrap().keeper.stats.events.failures > 0);
+    // nothing archived was replaced: every message is the history's, or a pruned copy
+    let (history, p, _) = calls.last().unwrap();
+    assert_eq!(p.conversation.messages().len(), history.len());
+}
+
+#[test]
+fn one_user_message_over_the_window_is_named() {
+    let mut list = run(1, 5);
+    list.push(json!({"role": "user", "content": "word ".repeat(9_000)}));
+    let (out, _) = prepare(
+        &list,
+        &options(4_000),
+        &SessionState::default(),
+        false,
+        SUMMARY,
+    );
+    assert!(!out.report.fits);
+    let why = out.report.over_budget.unwrap();
+    assert!(
+        why.starts_with(&format!("message {} (user) alone is", list.len() - 1)),
+        "{why}"
+    );
+}
+
+#[test]
+fn the_flush_runs_once_per_cycle_before_the_compaction() {
+    let calls = shared_replay();
+    let flushes: usize = calls.iter().map(|(_, _, d)| d.flushes).sum();
+    let compactions = calls
+        .iter()
+        .filter(|(_, p, _)| p.report.decision == Decision::Compacted)
+        .count();
+    assert!(flushes >= 1);
+    assert!(
+        flushes <= compactions + 1,
+        "{flushes} flushes, {compactions} compactions"
+    );
+}
+
+#[test]
+fn anthropic_breakpoints_go_on_the_system_prompt_and_the_stable_prefix() {
+    let mut messages =
+        vec![json!({"role": "user", "content": "Summarize the logs in /var/log/app."})];
+    for t in 0..30 {
+        messages.push(json!({"role": "assistant", "content": [
+            {"type": "text", "text": format!("Reading part {t}.")},
+            {"type": "tool_use", "id": format!("toolu_{t}"), "name": "bash", "input": {"command": format!("sed -n {t}p app.log")}}]}));
+        let body: String = (0..40)
+            .map(|l| format!("{t}:{l} GET /api/v1/items 200 12ms\n"))
+            .collect();
+        messages.push(json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": format!("toolu_{t}"), "content": body}]}));
+    }
+    let request = json!({"model": "claude-sonnet-4-5", "max_tokens": 1024,
+        "system": [{"type": "text", "text": "You are a log analyst."}], "messages": messages});
+    let mut o = options(12_000);
+    o.model = Some("claude-sonnet-4-5".into());
+    o.cache_breakpoints = true;
+    let mut counter = Counter::new();
+    let mut p = Prepare::start(
+        read(&request),
+        &o,
+        call(false),
+        SessionState::default(),
+        &mut counter,
+    )
+    .unwrap();
+    while let Need::Compact { saves, .. } = p.next(&mut counter).unwrap() {
+        let n = saves.len();
+        p.summarized(
+            &vec![Outcome::Saved; n],
+            SummaryOutcome::Text(SUMMARY.into()),
+            &mut counter,
+        )
+        .unwrap();
+    }
+    let out = p.finish(&mut counter);
+    assert!(out.system_edited);
+    assert_eq!(out.report.breakpoints.len(), 2, "{:?}", out.report);
+    let value = out.conversation.to_value();
+    assert_eq!(
+        value["system"][0]["cache_control"],
+        json!({"type": "ephemeral"})
+    );
+    let at = usize::try_from(out.report.breakpoints[1]).unwrap();
+    let marked = &value["messages"][at]["content"];
+    assert_eq!(
+        marked.as_array().unwrap().last().unwrap()["cache_control"]["type"],
+        "ephemeral"
+    );
+    assert!(validate_conversation(&out.conversation, &MessagesOptions::default()).is_empty());
+}
