@@ -11,6 +11,7 @@ export type ErrorKind =
   | "notFound"    // no offloaded output has that id
   | "corrupt"     // the stored output does not match what was saved
   | "pattern"     // the search pattern does not compile
+  | "busy"        // a ContextKeeper prepare of the session is running (onBusy: "error")
   | "internal";   // a defect of context-keeper, not of the input
 
 /**

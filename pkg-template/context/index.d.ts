@@ -17,6 +17,11 @@ import type {
   MarkerInfo,
   SummaryRequest,
   FlushRequest,
+  KeeperOptions,
+  Budget,
+  PrepareReport,
+  KeeperStats,
+  ProviderUsage,
 } from "../node/context_keeper.js";
 import type { Store } from "../stores/index.js";
 
@@ -217,3 +222,65 @@ export function readArchive(marker: MarkerInfo | string[], options: StoreOptions
  * Synchronous; the messages are the caller's own objects.
  */
 export function activeMessages<M extends Messages>(messages: M, options?: FormatOption | null): M;
+
+/** A keeper's phases, as `onProgress` reports them. */
+export type KeeperPhase = "offloading" | CompactPhase;
+
+export interface ContextKeeperOptions<M = unknown> extends KeeperOptions, FormatOption {
+  /** Where offloaded results, archives and session state live. */
+  store: Store;
+  /** The host's LLM call for compaction. Absent: the heuristic summary. */
+  summarize?: Summarize;
+  /** The pre-compaction memory flush, once per compaction cycle. */
+  flush?: Flush<M>;
+  /** How long the summarizer and the flush may take. Default 120,000 ms. */
+  timeoutMs?: number;
+  /** How long each store call may take. Default 10,000 ms. */
+  storeTimeoutMs?: number;
+  /** A second prepare of a session while one runs: wait for it (default) or throw (`kind: "busy"`). */
+  onBusy?: "wait" | "error";
+  onProgress?: (event: { phase: KeeperPhase; sessionId: string }) => void;
+}
+
+export interface Prepared<M> {
+  /** Ready to send, in the input's format; untouched messages are the caller's own objects. */
+  messages: M;
+  report: PrepareReport & {
+    /** The session state could not be stored. */
+    stateFailure?: string;
+    /** Set by `plan`: nothing was written and no callback ran. */
+    dryRun?: boolean;
+  };
+}
+
+/**
+ * Keeps a conversation inside its window: call `prepare` before every model call. Offloads
+ * huge tool results, prunes and evicts past the first threshold (85% of the window), flushes
+ * and compacts past the second (95%, or window - reserve), cheapest first; decisions move in
+ * steps so the provider's prompt cache holds. It owns its counter: two keepers never share
+ * state.
+ *
+ * ```js
+ * using keeper = new ContextKeeper({ model: "claude-sonnet-4-5", store, summarize });
+ * const { messages, report } = await keeper.prepare(history, { sessionId });
+ * ```
+ */
+export class ContextKeeper<M extends Messages = Messages> {
+  constructor(options: ContextKeeperOptions<M>);
+  /** The figures worked to, or null when management is off (`enabled: false`, unknown window). */
+  readonly budget: Budget | null;
+  prepare<H extends Messages>(history: H, options: { sessionId: string; now?: string | Date | number }): Promise<Prepared<H>>;
+  /** The same decisions as a dry run: nothing stored, no callback called. */
+  plan<H extends Messages>(history: H, options: { sessionId: string; now?: string | Date | number }): Promise<Prepared<H>>;
+  processToolResult<R>(result: R, options: { sessionId: string; toolName?: string; toolCallId?: string }): Promise<OffloadedToolResult<R>>;
+  recordUsage(sessionId: string, usage: Record<string, number | undefined>): Promise<ProviderUsage>;
+  stats(sessionId: string): Promise<KeeperStats>;
+  tools(options: { sessionId: string; format?: "openai" | "anthropic" | "aisdk" | "ai-sdk" }): {
+    definitions: OpenAIToolDefinition[] | AnthropicToolDefinition[] | Record<RecoveryToolName, AISDKRecoveryTool>;
+    handle(name: RecoveryToolName, args: unknown): Promise<string>;
+  };
+  systemPromptSegment(): string;
+  loadMemory(): Promise<string | null>;
+  /** Frees the keeper's wasm memory; also `[Symbol.dispose]`, so `using keeper = ...` works. */
+  free(): void;
+}

@@ -417,7 +417,10 @@ export function bindContext(core) {
     return core.__ckActive(messages, checkObject(options, "options"));
   }
 
+  const ContextKeeper = bindKeeper(core, { performSaves, textOutcome, checkFunction, timeOf, offloadToolResult, recoveryTools, runRecoveryTool, CALLBACK_TIMEOUT_MS });
+
   return {
+    ContextKeeper,
     compact,
     readArchive,
     activeMessages,
@@ -430,5 +433,342 @@ export function bindContext(core) {
     grepOffloaded,
     recoveryTools,
     runRecoveryTool,
+  };
+}
+
+/** The keeper's options that are the driver's (the rest go to the core). */
+const KEEPER_OWN = ["store", "summarize", "flush", "onProgress", "timeoutMs", "storeTimeoutMs", "onBusy", "memoryKey"];
+
+/** Where `loadMemory` reads the long-term memory file: the routing store's `memories` prefix. */
+const MEMORY_KEY = ["memories", "AGENTS.md"];
+
+/** Every string inside a message, deep (for the offload check of appended messages). */
+function* stringsOf(value, depth = 0) {
+  if (typeof value === "string") yield value;
+  else if (value !== null && typeof value === "object" && depth < 8) {
+    for (const v of Array.isArray(value) ? value : Object.values(value)) yield* stringsOf(v, depth + 1);
+  }
+}
+
+/** The message list of a conversation argument and the request object around it (or null). */
+function listOf(conversation) {
+  if (Array.isArray(conversation)) return { list: conversation, envelope: null };
+  if (conversation !== null && typeof conversation === "object" && Array.isArray(conversation.messages)) {
+    return { list: conversation.messages, envelope: conversation };
+  }
+  return null;
+}
+
+/** Whether `history` is `previous` with messages appended: the same objects, the same envelope fields. */
+function extendsPrevious(history, previous) {
+  const now = listOf(history);
+  if (now === null || (now.envelope === null) !== (previous.envelope === null)) return false;
+  if (now.envelope !== null) {
+    const keys = Object.keys(now.envelope);
+    if (keys.length !== previous.keys.length) return false;
+    for (const key of keys) if (key !== "messages" && now.envelope[key] !== previous.envelope[key]) return false;
+  }
+  if (now.list.length < previous.list.length) return false;
+  for (let i = 0; i < previous.list.length; i++) if (now.list[i] !== previous.list[i]) return false;
+  return true;
+}
+
+/**
+ * The ContextKeeper: one object, configured once, called before every model call. The core
+ * (`__CkKeeper`, `__CkPrepare`) decides; this class loads and stores the session state, performs
+ * the saves, the flush and the summary the core asks for (each bounded by a timeout), queues the
+ * prepares of one session, and skips the core entirely when a history only grew by messages that
+ * need nothing and the count stays under the first threshold (counted through the keeper's own
+ * memo, so the old messages are not read again).
+ */
+function bindKeeper(core, h) {
+  return class ContextKeeper {
+    #core;
+    #options;
+    #store;
+    #budget;
+    #reason;
+    #queues = new Map();
+    #last = new Map();
+
+    constructor(options) {
+      options = checkObject(options, "options");
+      this.#store = checkStore(options.store);
+      this.#options = {
+        summarize: h.checkFunction(options.summarize, "options.summarize"),
+        flush: h.checkFunction(options.flush, "options.flush"),
+        onProgress: h.checkFunction(options.onProgress, "options.onProgress"),
+        timeoutMs: checkTimeout(options.timeoutMs ?? h.CALLBACK_TIMEOUT_MS),
+        storeTimeoutMs: checkTimeout(options.storeTimeoutMs, "options.storeTimeoutMs"),
+        onBusy: options.onBusy ?? "wait",
+        model: options.model,
+        offload: options.offload,
+      };
+      if (this.#options.onBusy !== "wait" && this.#options.onBusy !== "error") {
+        throw optionsError("options.onBusy", `expected "wait" or "error", found ${JSON.stringify(options.onBusy)}`);
+      }
+      this.#core = new core.__CkKeeper(coreOptions(options, KEEPER_OWN));
+      const budget = this.#core.budget();
+      this.#budget = budget.budget ?? null;
+      this.#reason = budget.reason ?? null;
+    }
+
+    /** The token figures the keeper works to, or null when management is off. */
+    get budget() {
+      return this.#budget;
+    }
+
+    #alive() {
+      if (this.#core === undefined) throw new ContextKeeperError("this ContextKeeper was freed", { kind: "options" });
+      return this.#core;
+    }
+
+    /** Frees the keeper's wasm memory (its counter and cache). */
+    free() {
+      this.#core?.free();
+      this.#core = undefined;
+      this.#last.clear();
+    }
+
+    [Symbol.dispose]() {
+      this.free();
+    }
+
+    async #loadState(sessionId) {
+      const key = Array.from(core.__ckKey("state", sessionId, undefined));
+      const loaded = await attempt(() => this.#store.load(key), this.#options.storeTimeoutMs);
+      if (!loaded.ok) throw storeError("load", loaded, key);
+      return { key, bytes: loaded.value instanceof Uint8Array ? loaded.value : undefined };
+    }
+
+    /** Runs `task` after every earlier task of the session (writes never interleave). */
+    async #serial(sessionId, task) {
+      const previous = this.#queues.get(sessionId);
+      if (previous !== undefined && this.#options.onBusy === "error") {
+        throw new ContextKeeperError(`a prepare of session ${JSON.stringify(sessionId)} is running`, { kind: "busy", path: "options.sessionId" });
+      }
+      const run = (previous ?? Promise.resolve()).then(task, task);
+      const settled = run.then(() => {}, () => {});
+      this.#queues.set(sessionId, settled);
+      try {
+        return await run;
+      } finally {
+        if (this.#queues.get(sessionId) === settled) this.#queues.delete(sessionId);
+      }
+    }
+
+    /**
+     * The messages to send for `history`, in its format, and what was done. `history` is never
+     * mutated; untouched messages are its own objects.
+     */
+    async prepare(history, options) {
+      options = checkObject(options, "options");
+      const sessionId = checkSession(options.sessionId);
+      const keeper = this.#alive();
+      return this.#serial(sessionId, () => this.#prepare(keeper, history, sessionId, options, false));
+    }
+
+    /** The decisions prepare would make now, as a dry run: no store write, no callback. */
+    async plan(history, options) {
+      options = checkObject(options, "options");
+      const sessionId = checkSession(options.sessionId);
+      const keeper = this.#alive();
+      return this.#serial(sessionId, () => this.#prepare(keeper, history, sessionId, options, true));
+    }
+
+    #fast(keeper, history, sessionId) {
+      const last = this.#last.get(sessionId);
+      if (last === undefined || this.#budget === null || !extendsPrevious(history, last)) return null;
+      const { list, envelope } = listOf(history);
+      const fresh = list.slice(last.list.length);
+      const limit = last.offloadLimit;
+      for (const message of fresh) {
+        for (const text of stringsOf(message)) {
+          if (text.length * 3 > limit && core.countTokens(text, { model: this.#options.model }) > limit / 2) return null;
+        }
+      }
+      const outList = fresh.length === 0 ? last.outList : last.outList.concat(fresh);
+      const output = envelope === null ? outList : { ...last.outEnvelope, messages: outList };
+      const tokens = keeper.count(output);
+      if (tokens > last.ceiling) return null;
+      const before = last.report.tokensBefore + (tokens - last.report.tokensAfter);
+      const report = {
+        ...last.report,
+        tokensBefore: before,
+        tokensAfter: tokens,
+        fits: true,
+        decision: "under",
+        unchangedPrefix: last.outList.length,
+        messages: outList.length,
+        offloaded: [],
+        failures: [],
+        flush: undefined,
+        compaction: undefined,
+        saved: { ...last.report.saved, offload: 0, compact: 0 },
+      };
+      delete report.flush;
+      delete report.compaction;
+      this.#remember(sessionId, history, output, report, last.offloadLimit);
+      return { messages: output, report };
+    }
+
+    #remember(sessionId, history, output, report, offloadLimit) {
+      const input = listOf(history);
+      const out = listOf(output);
+      if (input === null || out === null || this.#budget === null) return;
+      const flushAt = this.#options.flush === undefined ? Infinity : this.#budget.flushAt;
+      this.#last.set(sessionId, {
+        list: input.list.slice(),
+        envelope: input.envelope,
+        keys: input.envelope === null ? [] : Object.keys(input.envelope),
+        outList: out.list,
+        outEnvelope: out.envelope,
+        report,
+        offloadLimit,
+        ceiling: Math.min(this.#budget.pruneAt, flushAt),
+      });
+    }
+
+    async #prepare(keeper, history, sessionId, options, dry) {
+      if (!dry) {
+        const fast = this.#fast(keeper, history, sessionId);
+        if (fast !== null) return fast;
+      }
+      const { summarize, flush, onProgress, timeoutMs, storeTimeoutMs } = this.#options;
+      const progress = (phase) => {
+        try {
+          onProgress?.({ phase, sessionId });
+        } catch {}
+      };
+      const state = await this.#loadState(sessionId);
+      const now = h.timeOf(options.now);
+      const prep = keeper.prepare(history, sessionId, now, flush !== undefined, summarize !== undefined, state.bytes);
+      let done;
+      try {
+        for (;;) {
+          const need = prep.next();
+          if (need.kind === "done") break;
+          if (need.kind === "saves") {
+            progress("offloading");
+            prep.saved(dry ? need.saves.map(() => null) : await h.performSaves(this.#store, need.saves, storeTimeoutMs));
+          } else if (need.kind === "flush") {
+            if (dry) {
+              prep.flushed({ reply: null });
+              continue;
+            }
+            progress("flushing");
+            const result = await attempt(() => flush({ messages: history, ...need.request }), timeoutMs);
+            prep.flushed(result.ok ? { reply: typeof result.value === "string" ? result.value : null } : { failed: result.reason });
+          } else if (need.kind === "compact") {
+            if (need.request === undefined) {
+              prep.summarized([], undefined);
+              continue;
+            }
+            if (dry) {
+              prep.summarized(need.saves.map(() => null), { heuristic: true });
+              continue;
+            }
+            progress("archiving");
+            const outcomes = await h.performSaves(this.#store, need.saves, storeTimeoutMs);
+            if (outcomes.some((o) => o !== null)) {
+              prep.summarized(outcomes, undefined);
+              continue;
+            }
+            let summary = { heuristic: true };
+            if (summarize !== undefined) {
+              progress("summarizing");
+              summary = h.textOutcome(await attempt(() => summarize(need.request), timeoutMs), "the summarizer");
+            }
+            progress("applying");
+            prep.summarized(outcomes, summary);
+          }
+        }
+        done = prep.finish();
+      } finally {
+        prep.free();
+      }
+      const report = done.report;
+      if (dry) {
+        report.dryRun = true;
+        return { messages: done.messages, report };
+      }
+      if (done.state !== undefined) {
+        const saved = await attempt(() => this.#store.save(state.key, done.state), storeTimeoutMs);
+        if (!saved.ok) report.stateFailure = saved.reason;
+      }
+      const offloadLimit = this.#options.offload?.limitTokens ?? 20_000;
+      if (report.managed) this.#remember(sessionId, history, done.messages, report, offloadLimit);
+      return { messages: done.messages, report };
+    }
+
+    /** Offloads one tool result as it arrives (before it enters the history). */
+    async processToolResult(result, options) {
+      options = checkObject(options, "options");
+      const sessionId = checkSession(options.sessionId);
+      return h.offloadToolResult(result, {
+        ...(this.#options.offload ?? {}),
+        model: this.#options.offload?.model ?? this.#options.model,
+        store: this.#store,
+        sessionId,
+        toolName: options.toolName,
+        toolCallId: options.toolCallId,
+        timeoutMs: this.#options.storeTimeoutMs,
+      });
+    }
+
+    /** Adds the provider-reported usage of a call to the session's figures. */
+    async recordUsage(sessionId, usage) {
+      checkSession(sessionId, "sessionId");
+      return this.#serial(sessionId, async () => {
+        const state = await this.#loadState(sessionId);
+        const bytes = core.__CkKeeper.recordUsage(state.bytes, usage);
+        const saved = await attempt(() => this.#store.save(state.key, bytes), this.#options.storeTimeoutMs);
+        if (!saved.ok) throw storeError("save", saved, state.key);
+        return core.__CkKeeper.stats(bytes).usage;
+      });
+    }
+
+    /** The session's running figures: tokens saved per strategy, events, stored bytes, usage. */
+    async stats(sessionId) {
+      checkSession(sessionId, "sessionId");
+      const state = await this.#loadState(sessionId);
+      return core.__CkKeeper.stats(state.bytes);
+    }
+
+    /** The recovery tools for the model: definitions in `format`, and a handler. */
+    tools(options) {
+      options = checkObject(options, "options");
+      const sessionId = checkSession(options.sessionId);
+      const format = options.format ?? "openai";
+      const context = { store: this.#store, sessionId, timeoutMs: this.#options.storeTimeoutMs };
+      return {
+        definitions: h.recoveryTools(format, format === "ai-sdk" || format === "aisdk" ? context : undefined),
+        handle: (name, args) => h.runRecoveryTool(name, args, context),
+      };
+    }
+
+    /** Text for the system prompt: how context is managed, and how to read it back. */
+    systemPromptSegment() {
+      const lines = [
+        "## Context management",
+        "This conversation is kept inside the model's context window by context-keeper. Nothing is deleted:",
+        "- Very large tool results are stored outside the conversation and replaced by a pointer with a preview and an id. Read them with `read_offloaded` (by id, a range of lines at a time), search them with `grep_offloaded` (a regular expression), and list them with `list_offloaded`.",
+        "- Older tool results may be trimmed to their start and end, or cleared to a note; run the tool again or read the stored copy when a note gives an id.",
+        "- The contents written by file write/edit calls may be replaced by a note naming the file: read the file for its current content.",
+        "- Older turns may be replaced by a summary in a `<context-keeper-compaction ...>` message. It keeps the task, decisions, current state and exact details (paths, ids, commands); the original messages are archived.",
+        "",
+        "## Memory",
+        "Before researching something, check your memories (the memory file in the system prompt) for what was learned before. When you learn something durable (a preference, a decision and its reason, a path, a command that works), save it with your memory tool.",
+      ];
+      return lines.join("\n");
+    }
+
+    /** The long-term memory file (`AGENTS.md` under the store's `memories` prefix), or null. */
+    async loadMemory() {
+      const loaded = await attempt(() => this.#store.load(MEMORY_KEY), this.#options.storeTimeoutMs);
+      if (!loaded.ok) throw storeError("load", loaded, MEMORY_KEY);
+      if (!(loaded.value instanceof Uint8Array)) return null;
+      return new TextDecoder().decode(loaded.value);
+    }
   };
 }

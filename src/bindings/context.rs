@@ -28,7 +28,7 @@ use crate::messages::{
 /// Options read as JSON and deserialized with the path of a bad field: `options.limitTokens`.
 /// With `format`, the `format` option (which the tiers' options do not have) is taken out
 /// first and returned: the conversation is read in it.
-fn read_options<T: DeserializeOwned + Default>(
+pub(super) fn read_options<T: DeserializeOwned + Default>(
     options: &JsValue,
     format: bool,
 ) -> Result<(Option<Format>, T), ContextError> {
@@ -76,7 +76,7 @@ fn read_options<T: DeserializeOwned + Default>(
 }
 
 /// The conversation argument, read whole and parsed.
-fn read_conversation(
+pub(super) fn read_conversation(
     messages: &JsValue,
     format: Option<Format>,
 ) -> Result<Conversation, ContextError> {
@@ -95,12 +95,12 @@ fn read_conversation(
     messages::parse_messages_value(value, &options).map_err(ContextError::from)
 }
 
-fn to_js<T: Serialize>(value: &T) -> Result<JsValue, ContextError> {
+pub(super) fn to_js<T: Serialize>(value: &T) -> Result<JsValue, ContextError> {
     super::to_js(value).map_err(ContextError::internal)
 }
 
 /// Sets `key` of a result object.
-fn set(object: &js_sys::Object, key: &str, value: &JsValue) -> Result<(), ContextError> {
+pub(super) fn set(object: &js_sys::Object, key: &str, value: &JsValue) -> Result<(), ContextError> {
     js_sys::Reflect::set(object, &key.into(), value)
         .map(drop)
         .map_err(|err| ContextError::internal(super::error_message(&err)))
@@ -109,7 +109,7 @@ fn set(object: &js_sys::Object, key: &str, value: &JsValue) -> Result<(), Contex
 /// The conversation in the caller's shape: the input itself when nothing changed, else a new
 /// list (or request object) where message `i` is the caller's own object `origin[i]`, or the
 /// written JSON of a message that is not the caller's.
-fn messages_out(
+pub(super) fn messages_out(
     input: &JsValue,
     conversation: Conversation,
     origin: &[Option<usize>],
@@ -193,7 +193,7 @@ fn key_to_js(key: &[String]) -> js_sys::Array {
 }
 
 /// A save as `{ key, bytes }`.
-fn save_to_js(save: &Save) -> Result<JsValue, ContextError> {
+pub(super) fn save_to_js(save: &Save) -> Result<JsValue, ContextError> {
     let object = js_sys::Object::new();
     set(&object, "key", &key_to_js(&save.key))?;
     set(
@@ -206,7 +206,7 @@ fn save_to_js(save: &Save) -> Result<JsValue, ContextError> {
 
 /// A save's outcome as the driver hands it: `null` when the store confirmed it, else the
 /// reason it did not (a string).
-fn outcome_of(value: &JsValue) -> Outcome {
+pub(super) fn outcome_of(value: &JsValue) -> Outcome {
     match value.as_string() {
         Some(reason) => Outcome::Failed(reason),
         None if value.is_null() || value.is_undefined() => Outcome::Saved,
@@ -214,7 +214,7 @@ fn outcome_of(value: &JsValue) -> Outcome {
     }
 }
 
-fn already_applied() -> ContextError {
+pub(super) fn already_applied() -> ContextError {
     ContextError::internal("the plan was already applied".to_owned())
 }
 
@@ -457,7 +457,7 @@ pub struct CompactPlanJs {
 
 /// A summarizer's outcome as the driver hands it: `{ text }`, `{ failed }`, `{ heuristic:
 /// true }`, or `undefined` when it was not called.
-fn summary_outcome(value: &JsValue) -> SummaryOutcome {
+pub(super) fn summary_outcome(value: &JsValue) -> SummaryOutcome {
     let field =
         |name: &str| js_sys::Reflect::get(value, &name.into()).unwrap_or(JsValue::UNDEFINED);
     if !value.is_object() {
@@ -477,7 +477,7 @@ fn summary_outcome(value: &JsValue) -> SummaryOutcome {
 
 /// A flush's outcome: `{ reply }` (a string, or `null` for no text), `{ failed }`, or
 /// `undefined` when none ran.
-fn flush_outcome(value: &JsValue) -> Option<FlushOutcome> {
+pub(super) fn flush_outcome(value: &JsValue) -> Option<FlushOutcome> {
     if !value.is_object() {
         return None;
     }

@@ -419,6 +419,16 @@ fn count_with(
     options: &CountMessagesOptions,
     stop_above: Option<u64>,
 ) -> Result<(MessagesCount, bool), CountingError> {
+    count_in(&memo::Default, messages, options, stop_above)
+}
+
+/// [`count_with`] on a given counter (a keeper's own).
+pub(super) fn count_in(
+    counting: &impl memo::Counting,
+    messages: &JsValue,
+    options: &CountMessagesOptions,
+    stop_above: Option<u64>,
+) -> Result<(MessagesCount, bool), CountingError> {
     let Some((list, envelope)) = split(messages)? else {
         // NOTE: not a conversation: the core's reading of the whole names what is wrong.
         let value = json_value(messages, "messages", CONVERSATION)?;
@@ -426,14 +436,13 @@ fn count_with(
     };
     let mut listed = Vec::with_capacity(list.length() as usize);
     for i in 0..list.length() {
-        listed.push(list_message(&list.get(i), i)?);
+        listed.push(list_message(counting, &list.get(i), i)?);
     }
     // NOTE: the default counter is locked only inside each `with_default_counter` call, never
     // while a message is read from JS (`walk::read_item`), whose getters may call back in.
-    let mut count = counting::with_default_counter(|counter| {
-        ListCount::start(counter, envelope, listed, options, stop_above)
-    })?;
-    while let Some(i) = counting::with_default_counter(|counter| count.advance(counter))? {
+    let mut count = counting
+        .with(|counter| ListCount::start(counter, envelope, listed, options, stop_above))?;
+    while let Some(i) = counting.with(|counter| count.advance(counter))? {
         let value = walk::read_item(&list.get(i), i)
             .map_err(|e| ArgumentError::not_json(&format!("messages[{i}]"), e))?;
         count.supply(value.unwrap_or(Value::Null));
@@ -474,14 +483,18 @@ fn split(messages: &JsValue) -> Result<Option<Parts>, ArgumentError> {
 
 /// Message `i` of the list for the core: known (remembered, and reading as it did then), or
 /// read now and remembered when it can be.
-fn list_message(message: &JsValue, i: u32) -> Result<Listed, ArgumentError> {
+fn list_message(
+    counting: &impl memo::Counting,
+    message: &JsValue,
+    i: u32,
+) -> Result<Listed, ArgumentError> {
     let in_message = |err| ArgumentError::not_json(&format!("messages[{i}]"), err);
     if !message.is_object() {
         let value = walk::read_item(message, i).map_err(in_message)?;
         return Ok(Listed::read(value.unwrap_or(Value::Null), None));
     }
-    if let Some(id) = memo::recall(message) {
-        let known = counting::with_default_counter(|c| Listed::recall(id, c.memo_mut()));
+    if let Some(id) = counting.recall(message) {
+        let known = counting.with(|c| Listed::recall(id, c.memo_mut()));
         if let Some(known) = known {
             return Ok(known);
         }
@@ -491,9 +504,9 @@ fn list_message(message: &JsValue, i: u32) -> Result<Listed, ArgumentError> {
     let Some(snapshot) = snapshot else {
         return Ok(Listed::read(value, None));
     };
-    let listed = counting::with_default_counter(|c| Listed::read(value, Some(c.memo_mut())));
+    let listed = counting.with(|c| Listed::read(value, Some(c.memo_mut())));
     if let Some(id) = listed.id() {
-        memo::remember(message, snapshot, id);
+        counting.remember(message, snapshot, id);
     }
     Ok(listed)
 }

@@ -19,7 +19,12 @@ thread_local! {
 
 /// The memo id of `message` when it was remembered and still reads as it did then.
 pub fn recall(message: &JsValue) -> Option<u64> {
-    let entry = SEEN.with(|seen| seen.get(message.unchecked_ref()));
+    SEEN.with(|seen| recall_in(seen, message))
+}
+
+/// [`recall`] from a map of one's own (a keeper's, whose counter has its own memo ids).
+pub fn recall_in(seen: &WeakMap, message: &JsValue) -> Option<u64> {
+    let entry = seen.get(message.unchecked_ref());
     if entry.is_undefined() {
         return None;
     }
@@ -30,6 +35,58 @@ pub fn recall(message: &JsValue) -> Option<u64> {
 
 /// Remembers `message` as read now (`snapshot`), under the core's memo id `id`.
 pub fn remember(message: &JsValue, snapshot: Snapshot, id: u64) {
+    SEEN.with(|seen| remember_in(seen, message, snapshot, id));
+}
+
+/// [`remember`] in a map of one's own.
+pub fn remember_in(seen: &WeakMap, message: &JsValue, snapshot: Snapshot, id: u64) {
     let entry = snapshot.into_js(id);
-    SEEN.with(|seen| seen.set(message.unchecked_ref(), &entry));
+    seen.set(message.unchecked_ref(), &entry);
+}
+
+/// A counter and the map of the message objects it has read: the package's default one, or
+/// one a keeper owns (two keepers never share memo ids or counts).
+pub trait Counting {
+    /// Runs `f` with the counter, locked (or borrowed) only for that call.
+    fn with<R>(&self, f: impl FnOnce(&mut crate::counting::Counter) -> R) -> R;
+    /// The memo id of `message`, when this counter read it and it reads the same.
+    fn recall(&self, message: &JsValue) -> Option<u64>;
+    /// Remembers `message` as read now.
+    fn remember(&self, message: &JsValue, snapshot: Snapshot, id: u64);
+}
+
+/// The package's default counter.
+pub struct Default;
+
+impl Counting for Default {
+    fn with<R>(&self, f: impl FnOnce(&mut crate::counting::Counter) -> R) -> R {
+        crate::counting::with_default_counter(f)
+    }
+    fn recall(&self, message: &JsValue) -> Option<u64> {
+        recall(message)
+    }
+    fn remember(&self, message: &JsValue, snapshot: Snapshot, id: u64) {
+        remember(message, snapshot, id);
+    }
+}
+
+/// A counter of one's own, with its own map.
+#[derive(Debug)]
+pub struct Own {
+    /// The counter; borrowed only inside one synchronous call.
+    pub counter: std::rc::Rc<std::cell::RefCell<crate::counting::Counter>>,
+    /// The message objects it read.
+    pub seen: WeakMap,
+}
+
+impl Counting for Own {
+    fn with<R>(&self, f: impl FnOnce(&mut crate::counting::Counter) -> R) -> R {
+        f(&mut self.counter.borrow_mut())
+    }
+    fn recall(&self, message: &JsValue) -> Option<u64> {
+        recall_in(&self.seen, message)
+    }
+    fn remember(&self, message: &JsValue, snapshot: Snapshot, id: u64) {
+        remember_in(&self.seen, message, snapshot, id);
+    }
 }

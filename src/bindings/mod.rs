@@ -12,6 +12,8 @@ mod context;
 mod counting;
 mod error;
 #[cfg(feature = "full")]
+mod keeper;
+#[cfg(feature = "full")]
 mod memo;
 #[cfg(feature = "full")]
 mod messages;

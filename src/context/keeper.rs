@@ -92,8 +92,9 @@ pub struct KeeperOptions {
     /// The context window; wins over the registry's.
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub context_window: Option<u64>,
-    /// Read the conversation in this format instead of detecting it.
-    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    /// Read the conversation in this format instead of detecting it (the bindings take it
+    /// by name, as every export does).
+    #[serde(skip)]
     pub format: Option<Format>,
     /// The thresholds.
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
@@ -113,7 +114,7 @@ pub struct KeeperOptions {
     pub evict: EvictOptions,
     /// Compaction (the session, model, window and time are the keeper's).
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
-    pub compact: CompactOptions,
+    pub compact: compact::CompactCoreOptions,
     /// Anthropic prompt caching: `cache_control` on the system prompt and on the last message
     /// of the stable prefix.
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]

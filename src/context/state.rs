@@ -120,7 +120,7 @@ pub struct KeeperStats {
     /// Bytes written to the store: offloaded results and archives.
     pub stored_bytes: u64,
     /// What the provider reported (`recordUsage`), summed.
-    pub usage: Usage,
+    pub usage: ProviderUsage,
 }
 
 /// Tokens saved, per strategy.
@@ -157,7 +157,7 @@ pub struct Events {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
 #[serde(rename_all = "camelCase", default)]
-pub struct Usage {
+pub struct ProviderUsage {
     pub calls: u64,
     pub input_tokens: u64,
     pub output_tokens: u64,

@@ -60,7 +60,7 @@ async function use(history: OpenAIMessage[]) {
 void use;
 
 // Compaction: the summarizer and flush callbacks, the report and the marker.
-import { compact, readArchive, activeMessages, type CompactReport, type MarkerInfo, type SummaryRequest } from "context-keeper";
+import { compact, readArchive, activeMessages, ContextKeeper, type CompactReport, type MarkerInfo, type SummaryRequest } from "context-keeper";
 
 async function compaction(history: OpenAIMessage[]) {
   const store = new MemoryStore();
@@ -88,4 +88,23 @@ async function compaction(history: OpenAIMessage[]) {
   // @ts-expect-error the summarizer returns text
   await compact(history, { store, sessionId: "s", summarize: () => 42 });
   return [same, outcome, pinned, seen, done.report.stateFailure];
+}
+
+// The ContextKeeper: options from the Rust types plus the driver's, a typed report.
+{
+  const keeper = new ContextKeeper({ model: "gpt-4o", store: new MemoryStore(), thresholds: { prune: 0.8 }, cacheBreakpoints: true, summarize: ({ transcript }) => transcript.slice(0, 10) });
+  const budget: number | undefined = keeper.budget?.compactAt;
+  void budget;
+  void (async () => {
+    const { messages, report } = await keeper.prepare([{ role: "user" as const, content: "hi" }], { sessionId: "s" });
+    const first: { role: "user"; content: string } | undefined = messages[0];
+    const fits: boolean = report.fits;
+    const prefix: number | undefined = report.unchangedPrefix;
+    const stats = await keeper.stats("s");
+    const saved: number | undefined = stats.saved?.prune;
+    void [first, fits, prefix, saved];
+  })();
+  // @ts-expect-error the store is required
+  new ContextKeeper({ model: "gpt-4o" });
+  keeper.free();
 }

@@ -1,0 +1,331 @@
+//! The keeper's core for the JS driver (`pkg-template/context/keeper.js`): `__CkKeeper` owns
+//! the options and a counter of its own (count cache, calibrations, and the map of message
+//! objects it has read), so two keepers in one isolate never share or race on state;
+//! `__CkPrepare` is one prepare, stepped by the driver ([`crate::context::keeper`]).
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use js_sys::{Array, WeakMap};
+use serde_json::Value;
+use wasm_bindgen::prelude::*;
+
+use super::context::{
+    already_applied, flush_outcome, messages_out, outcome_of, read_conversation, read_options,
+    save_to_js, set, summary_outcome, to_js,
+};
+use super::error::ContextError;
+use super::memo::Own;
+use super::{enter, walk};
+use crate::context::keeper::{Call, KeeperOptions, Need, Prepare, PrepareError};
+use crate::context::state::{KeeperStats, SessionState};
+use crate::context::Outcome;
+use crate::counting::{CountMessagesError, CountMessagesOptions, Counter};
+use crate::messages::type_name as type_name_of_json;
+
+fn prepare_error(err: PrepareError) -> ContextError {
+    match err {
+        PrepareError::Options { path, reason } => ContextError::options(path, reason),
+        PrepareError::Count(CountMessagesError::Parse(err)) => ContextError::from(err),
+        PrepareError::Count(CountMessagesError::Options(err)) => {
+            ContextError::options("options", err.to_string())
+        }
+        PrepareError::Count(CountMessagesError::Count(err)) => {
+            ContextError::internal(err.to_string())
+        }
+    }
+}
+
+/// A keeper's configuration and counter.
+#[wasm_bindgen(js_name = __CkKeeper, skip_typescript)]
+#[derive(Debug)]
+pub struct KeeperJs {
+    options: KeeperOptions,
+    counting: Own,
+}
+
+#[wasm_bindgen(js_class = __CkKeeper)]
+impl KeeperJs {
+    /// Reads the options (`options.*` errors name the field).
+    #[wasm_bindgen(constructor)]
+    pub fn new(options: JsValue) -> Result<KeeperJs, ContextError> {
+        enter();
+        let (format, mut options): (_, KeeperOptions) = read_options(&options, true)?;
+        options.format = format;
+        Ok(KeeperJs {
+            options,
+            counting: Own {
+                counter: Rc::new(RefCell::new(Counter::new())),
+                seen: WeakMap::new(),
+            },
+        })
+    }
+
+    /// `{ budget }` or `{ reason }` when management is off.
+    pub fn budget(&self) -> Result<JsValue, ContextError> {
+        let out = js_sys::Object::new();
+        match (self.options.enabled, self.options.budget()) {
+            (false, _) => set(&out, "reason", &"management is off (enabled: false)".into())?,
+            (true, Err(reason)) => set(&out, "reason", &reason.into())?,
+            (true, Ok(budget)) => set(&out, "budget", &to_js(&budget)?)?,
+        }
+        Ok(out.into())
+    }
+
+    /// The tokens of `messages`, read through this keeper's memo: a message object counted
+    /// before, and reading the same, is neither read nor tokenized again.
+    pub fn count(&self, messages: JsValue) -> Result<f64, ContextError> {
+        enter();
+        let options = CountMessagesOptions {
+            model: self.options.model.clone(),
+            format: self.options.format,
+            ..CountMessagesOptions::default()
+        };
+        let (count, _) = super::counting::count_in(&self.counting, &messages, &options, None)
+            .map_err(|err| ContextError::messages("messages", err.to_string()))?;
+        Ok(count.total as f64)
+    }
+
+    /// Starts a prepare of `messages` with the session's stored state.
+    pub fn prepare(
+        &self,
+        messages: JsValue,
+        session_id: String,
+        now: Option<String>,
+        flush: bool,
+        summarize: bool,
+        state: Option<Vec<u8>>,
+    ) -> Result<PrepareJs, ContextError> {
+        enter();
+        let conv = read_conversation(&messages, self.options.format)?;
+        let call = Call {
+            session_id,
+            now,
+            flush,
+            summarize,
+        };
+        let state = SessionState::from_bytes(state.as_deref());
+        let counter = Rc::clone(&self.counting.counter);
+        let prepare = Prepare::start(conv, &self.options, call, state, &mut counter.borrow_mut())
+            .map_err(prepare_error)?;
+        Ok(PrepareJs {
+            messages,
+            prepare: Some(prepare),
+            counter,
+        })
+    }
+
+    /// Empties the count cache and the calibrations.
+    pub fn clear(&self) {
+        let mut counter = self.counting.counter.borrow_mut();
+        counter.clear_cache();
+        counter.clear_calibrations();
+    }
+
+    /// A session's running figures from its stored state.
+    pub fn stats(state: Option<Vec<u8>>) -> Result<JsValue, ContextError> {
+        let state = SessionState::from_bytes(state.as_deref());
+        to_js(&state.keeper.stats)
+    }
+
+    /// Adds provider-reported usage to a session's state: `{ inputTokens, outputTokens,
+    /// cacheReadTokens, cacheWriteTokens }` (also the providers' own names: `input_tokens`,
+    /// `prompt_tokens`, `cache_read_input_tokens`, ...). Returns the state to store.
+    #[wasm_bindgen(js_name = recordUsage)]
+    pub fn record_usage(state: Option<Vec<u8>>, usage: JsValue) -> Result<Vec<u8>, ContextError> {
+        let value = walk::read(&usage, None)
+            .map_err(|err| ContextError::options(format!("usage{}", err.path()), err.reason))?
+            .unwrap_or(Value::Null);
+        let Value::Object(map) = value else {
+            return Err(ContextError::options(
+                "usage",
+                "expected an object of token counts".to_owned(),
+            ));
+        };
+        let field = |names: &[&str]| -> Result<u64, ContextError> {
+            for name in names {
+                match map.get(*name) {
+                    None | Some(Value::Null) => continue,
+                    Some(Value::Number(n)) => {
+                        return n.as_u64().ok_or_else(|| {
+                            ContextError::options(
+                                format!("usage.{name}"),
+                                format!("expected a whole number of tokens, found {n}"),
+                            )
+                        })
+                    }
+                    Some(other) => {
+                        return Err(ContextError::options(
+                            format!("usage.{name}"),
+                            format!("expected a number, found {}", type_name_of_json(other)),
+                        ))
+                    }
+                }
+            }
+            Ok(0)
+        };
+        let input = field(&[
+            "inputTokens",
+            "input_tokens",
+            "prompt_tokens",
+            "promptTokens",
+        ])?;
+        let output = field(&[
+            "outputTokens",
+            "output_tokens",
+            "completion_tokens",
+            "completionTokens",
+        ])?;
+        let read = field(&[
+            "cacheReadTokens",
+            "cache_read_input_tokens",
+            "cachedInputTokens",
+        ])?;
+        let write = field(&["cacheWriteTokens", "cache_creation_input_tokens"])?;
+        let mut state = SessionState::from_bytes(state.as_deref());
+        let usage = &mut state.keeper.stats.usage;
+        usage.calls += 1;
+        usage.input_tokens += input;
+        usage.output_tokens += output;
+        usage.cache_read_tokens += read;
+        usage.cache_write_tokens += write;
+        Ok(state.to_bytes())
+    }
+}
+
+/// One prepare, stepped by the driver.
+#[wasm_bindgen(js_name = __CkPrepare, skip_typescript)]
+#[derive(Debug)]
+pub struct PrepareJs {
+    messages: JsValue,
+    prepare: Option<Prepare>,
+    counter: Rc<RefCell<Counter>>,
+}
+
+fn saves_js(saves: &[crate::context::Save]) -> Result<Array, ContextError> {
+    let out = Array::new();
+    for save in saves {
+        out.push(&save_to_js(save)?);
+    }
+    Ok(out)
+}
+
+#[wasm_bindgen(js_class = __CkPrepare)]
+impl PrepareJs {
+    /// What the driver must do: `{ kind: "saves", saves }`, `{ kind: "flush", request }`,
+    /// `{ kind: "compact", saves, request }` (`request` undefined: nothing to summarize) or
+    /// `{ kind: "done" }`.
+    pub fn next(&mut self) -> Result<JsValue, ContextError> {
+        enter();
+        let prepare = self.prepare.as_mut().ok_or_else(already_applied)?;
+        let mut counter = self.counter.borrow_mut();
+        let need = prepare.next(&mut counter).map_err(prepare_error)?;
+        let out = js_sys::Object::new();
+        match need {
+            Need::Saves(saves) => {
+                set(&out, "kind", &"saves".into())?;
+                set(&out, "saves", &saves_js(saves)?.into())?;
+            }
+            Need::Flush(request) => {
+                set(&out, "kind", &"flush".into())?;
+                set(&out, "request", &to_js(request)?)?;
+            }
+            Need::Compact { saves, request } => {
+                set(&out, "kind", &"compact".into())?;
+                set(&out, "saves", &saves_js(saves)?.into())?;
+                let request = match request {
+                    Some(request) => to_js(request)?,
+                    None => JsValue::UNDEFINED,
+                };
+                set(&out, "request", &request)?;
+            }
+            Need::Done => set(&out, "kind", &"done".into())?,
+        }
+        Ok(out.into())
+    }
+
+    /// The outcomes of the saves asked for: `null` (confirmed) or the reason, one each.
+    pub fn saved(&mut self, outcomes: Array) -> Result<(), ContextError> {
+        let prepare = self.prepare.as_mut().ok_or_else(already_applied)?;
+        let outcomes: Vec<Outcome> = outcomes.iter().map(|v| outcome_of(&v)).collect();
+        prepare.saved(&outcomes);
+        Ok(())
+    }
+
+    /// The flush's outcome: `{ reply }` or `{ failed }`.
+    pub fn flushed(&mut self, outcome: JsValue) -> Result<(), ContextError> {
+        let prepare = self.prepare.as_mut().ok_or_else(already_applied)?;
+        let outcome = flush_outcome(&outcome).unwrap_or(
+            crate::context::flush::FlushOutcome::Failed("the flush has no outcome".to_owned()),
+        );
+        let mut counter = self.counter.borrow_mut();
+        prepare
+            .flushed(outcome, &mut counter)
+            .map_err(prepare_error)
+    }
+
+    /// The compaction's outcomes: one per archive save, and the summary (`{ text }`,
+    /// `{ failed }`, `{ heuristic: true }`, or `undefined` when it was not called).
+    pub fn summarized(&mut self, archive: Array, summary: JsValue) -> Result<(), ContextError> {
+        let prepare = self.prepare.as_mut().ok_or_else(already_applied)?;
+        let outcomes: Vec<Outcome> = archive.iter().map(|v| outcome_of(&v)).collect();
+        let mut counter = self.counter.borrow_mut();
+        prepare
+            .summarized(&outcomes, summary_outcome(&summary), &mut counter)
+            .map_err(prepare_error)
+    }
+
+    /// `{ messages, report, state? }`: the messages to send (untouched ones the caller's own
+    /// objects), the report, and the session state to store (bytes) when it changed.
+    pub fn finish(&mut self) -> Result<JsValue, ContextError> {
+        enter();
+        let prepare = self.prepare.take().ok_or_else(already_applied)?;
+        let done = prepare.finish(&mut self.counter.borrow_mut());
+        let system = match (done.system_edited, done.conversation.system()) {
+            (true, Some(system)) => Some(system.clone().into_content_value()),
+            _ => None,
+        };
+        let messages = messages_out(&self.messages, done.conversation, &done.origin)?;
+        if let Some(Some(system)) = system {
+            // NOTE: a cache breakpoint on the system prompt: the request object is a copy.
+            let copy = if messages == self.messages {
+                js_sys::Object::assign(&js_sys::Object::new(), messages.unchecked_ref()).into()
+            } else {
+                messages.clone()
+            };
+            set(
+                copy.unchecked_ref(),
+                "system",
+                &super::messages::json_to_js(&system)
+                    .map_err(|e| ContextError::internal(e.to_string()))?,
+            )?;
+            return self.finished(copy, &done.report, done.state.as_ref());
+        }
+        self.finished(messages, &done.report, done.state.as_ref())
+    }
+}
+
+impl PrepareJs {
+    fn finished(
+        &self,
+        messages: JsValue,
+        report: &crate::context::keeper::PrepareReport,
+        state: Option<&SessionState>,
+    ) -> Result<JsValue, ContextError> {
+        let out = js_sys::Object::new();
+        set(&out, "messages", &messages)?;
+        set(&out, "report", &to_js(report)?)?;
+        if let Some(state) = state {
+            set(
+                &out,
+                "state",
+                &js_sys::Uint8Array::from(state.to_bytes().as_slice()),
+            )?;
+        }
+        Ok(out.into())
+    }
+}
+
+/// The stats type, for the declarations.
+#[allow(dead_code)]
+type Stats = KeeperStats; // NOTE: keeps the import for rustdoc links

@@ -1,0 +1,256 @@
+// The ContextKeeper through the built package in Node: a scripted agent session in each format
+// through prepare under a small window (every call valid, in budget, recent turns verbatim,
+// the prefix moving in steps), the fast path's output equal to a fresh keeper's, the stateless
+// case (a new keeper per call, state in the store), offloads, failures, re-entrancy, the dry
+// run, usage and stats, the tools and the prompt segment.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { ContextKeeper, ContextKeeperError, validateMessages } from "context-keeper";
+import { MemoryStore } from "context-keeper/stores";
+import { FaultyStore } from "context-keeper/testing";
+
+const NOW = "2026-11-25T12:00:00.000Z";
+const SUMMARY = "Intent: fix negative amounts in src/export/csv.rs. Progress: read the export code turn by turn. Next: patch export_row and run cargo test --locked.";
+
+/** One agent turn in `format`: an assistant call of bash and its result (`lines` lines). */
+function turn(format, t, lines = 30) {
+  const id = `call_${t}`;
+  const command = `sed -n ${t * 40},+40p src/export/csv.rs`;
+  const output = Array.from({ length: lines }, (_, l) => `${t}:${l}    let cell = format!("{amount}"); // export_row`).join("\n");
+  if (format === "openai") {
+    return [
+      { role: "assistant", content: `Step ${t}: reading the export.`, tool_calls: [{ id, type: "function", function: { name: "bash", arguments: JSON.stringify({ command }) } }] },
+      { role: "tool", tool_call_id: id, content: output },
+    ];
+  }
+  if (format === "anthropic") {
+    return [
+      { role: "assistant", content: [{ type: "text", text: `Step ${t}: reading the export.` }, { type: "tool_use", id, name: "bash", input: { command } }] },
+      { role: "user", content: [{ type: "tool_result", tool_use_id: id, content: output }] },
+    ];
+  }
+  return [
+    { role: "assistant", content: [{ type: "text", text: `Step ${t}: reading the export.` }, { type: "tool-call", toolCallId: id, toolName: "bash", input: { command } }] },
+    { role: "tool", content: [{ type: "tool-result", toolCallId: id, toolName: "bash", output: { type: "text", value: output } }] },
+  ];
+}
+
+function head(format) {
+  const task = "The CSV export in src/export/csv.rs drops negative amounts. Fix it and run `cargo test --locked`.";
+  if (format === "anthropic") return [{ role: "user", content: task }];
+  return [{ role: "system", content: "You are a coding agent." }, { role: "user", content: task }];
+}
+
+/** A session of `turns` turns; `history(n)` is the first n turns as a fresh array (same objects). */
+function session(format, turns) {
+  const all = [...head(format)];
+  const ends = [];
+  for (let t = 0; t < turns; t++) {
+    all.push(...turn(format, t));
+    ends.push(all.length);
+  }
+  return { all, history: (n) => all.slice(0, ends[n - 1]) };
+}
+
+const FORMATS = ["openai", "anthropic", "aisdk"];
+
+for (const format of FORMATS) {
+  test(`a ${format} session of 120 turns stays in budget and valid, recent turns verbatim, prefix moving in steps`, async () => {
+    const store = new MemoryStore();
+    const summaries = [];
+    const keeper = new ContextKeeper({
+      model: "gpt-4o", contextWindow: 12_000, store,
+      summarize: ({ transcript }) => {
+        summaries.push(transcript.length);
+        return SUMMARY;
+      },
+    });
+    const { history } = session(format, 120);
+    let previous = null;
+    let moves = 0;
+    let compactions = 0;
+    for (let n = 1; n <= 120; n++) {
+      const input = history(n);
+      const frozen = JSON.stringify(input);
+      const { messages, report } = await keeper.prepare(input, { sessionId: "s", now: NOW });
+      assert.equal(JSON.stringify(input), frozen, "the history is never mutated");
+      assert.ok(report.managed);
+      assert.ok(report.fits, `turn ${n}: ${report.overBudget}`);
+      assert.ok(report.tokensAfter <= keeper.budget.compactAt);
+      assert.deepEqual(validateMessages(messages, { format: format === "aisdk" ? "aisdk" : format }), [], `turn ${n}`);
+      // the latest exchange is the caller's own objects
+      assert.equal(messages[messages.length - 1], input[input.length - 1]);
+      assert.equal(messages[messages.length - 2], input[input.length - 2]);
+      if (previous !== null && report.unchangedPrefix !== previous.length) moves++;
+      compactions += report.decision === "compacted" ? 1 : 0;
+      previous = messages;
+    }
+    assert.ok(compactions >= 1, "the session outgrows pruning");
+    assert.equal(summaries.length, compactions);
+    assert.ok(moves * 4 <= 120, `${moves} prefix moves in 120 turns`);
+    const stats = await keeper.stats("s");
+    assert.equal(stats.events.compactions, compactions);
+    assert.ok(stats.saved.prune + stats.saved.compact > 0);
+    keeper.free();
+  });
+}
+
+test("the fast path gives what a fresh keeper with the stored state gives, byte for byte", async () => {
+  const store = new MemoryStore();
+  const options = { model: "gpt-4o", contextWindow: 12_000, store, summarize: () => SUMMARY };
+  const warm = new ContextKeeper(options);
+  const { history } = session("openai", 80);
+  for (let n = 1; n <= 80; n++) {
+    const input = history(n);
+    const hot = await warm.prepare(input, { sessionId: "s", now: NOW });
+    // a stateless Worker: a new keeper, the same store (its state written by the warm one)
+    const cold = new ContextKeeper({ ...options, summarize: () => assert.fail("the summary is stored") });
+    const fresh = await cold.plan(input, { sessionId: "s", now: NOW });
+    cold.free();
+    assert.equal(JSON.stringify(fresh.messages), JSON.stringify(hot.messages), `turn ${n}`);
+  }
+});
+
+test("a stateless keeper per call (full history each time) re-applies decisions without a second summary", async () => {
+  const store = new MemoryStore();
+  let summaries = 0;
+  const { history } = session("anthropic", 90);
+  let last;
+  for (let n = 1; n <= 90; n++) {
+    const keeper = new ContextKeeper({ model: "claude-sonnet-4-5", contextWindow: 12_000, store, summarize: () => (summaries++, SUMMARY) });
+    last = await keeper.prepare(history(n), { sessionId: "w", now: NOW });
+    assert.ok(last.report.fits, `turn ${n}`);
+    keeper.free();
+  }
+  const stats = await new ContextKeeper({ model: "claude-sonnet-4-5", contextWindow: 12_000, store }).stats("w");
+  assert.equal(summaries, stats.events.compactions);
+  assert.ok(summaries >= 1);
+});
+
+test("a huge tool result is offloaded, readable through the keeper's tools, and not saved twice", async () => {
+  const store = new MemoryStore();
+  const keeper = new ContextKeeper({ model: "gpt-4o", store });
+  const history = [...head("openai"), ...turn("openai", 0)];
+  const huge = Array.from({ length: 6000 }, (_, i) => `row ${i}: ${i * 7} ${i * 13} ok`).join("\n");
+  history.push({ role: "assistant", content: null, tool_calls: [{ id: "call_big", type: "function", function: { name: "bash", arguments: "{\"command\":\"cat data.csv\"}" } }] });
+  history.push({ role: "tool", tool_call_id: "call_big", content: huge });
+  let saves = 0;
+  const counting = new Proxy(store, { get: (s, k) => (k === "save" ? (key, v) => (saves++, s.save(key, v)) : s[k].bind(s)) });
+  const k2 = new ContextKeeper({ model: "gpt-4o", store: counting });
+  const { messages, report } = await k2.prepare(history, { sessionId: "s" });
+  assert.equal(report.offloaded.length, 1);
+  assert.match(messages[5].content, /read_offloaded/);
+  assert.equal(messages[0], history[0]);
+  const id = report.offloaded[0].original.id;
+  const { handle } = k2.tools({ sessionId: "s" });
+  assert.match(await handle("read_offloaded", { id, offset: 100, limit: 2 }), /row 99: 693/);
+  const before = saves;
+  const k3 = new ContextKeeper({ model: "gpt-4o", store: counting });
+  await k3.prepare(history, { sessionId: "s" });
+  assert.equal(saves - before, 1, "only the state is written again, not the result");
+  keeper.free();
+});
+
+test("a store that fails keeps every result and reports it", async () => {
+  const store = new FaultyStore(new MemoryStore(), (op, key) => (op === "save" && key.includes("offload") ? "quota" : undefined));
+  const keeper = new ContextKeeper({ model: "gpt-4o", store, storeTimeoutMs: 200 });
+  const history = [...head("openai")];
+  history.push({ role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "bash", arguments: "{}" } }] });
+  history.push({ role: "tool", tool_call_id: "c1", content: "x ".repeat(60_000) });
+  const { messages, report } = await keeper.prepare(history, { sessionId: "s" });
+  assert.equal(messages[3], history[3]);
+  assert.equal(report.failures.length, 1);
+});
+
+test("management is off for an unknown window or enabled: false, and says so", async () => {
+  const store = new MemoryStore();
+  const history = session("openai", 3).all;
+  for (const options of [{ model: "my-own-model" }, { model: "gpt-4o", enabled: false }]) {
+    const keeper = new ContextKeeper({ ...options, store });
+    assert.equal(keeper.budget, null);
+    const { messages, report } = await keeper.prepare(history, { sessionId: "s" });
+    assert.equal(messages, history);
+    assert.equal(report.managed, false);
+    assert.match(report.reason, /contextWindow|enabled/);
+  }
+});
+
+test("prepares of one session run one after another; onBusy: error throws a busy error", async () => {
+  const store = new MemoryStore();
+  let inside = 0;
+  let most = 0;
+  const slow = { ...store, load: async (k) => { inside++; most = Math.max(most, inside); await new Promise((r) => setTimeout(r, 5)); inside--; return store.load(k); }, save: (k, v) => store.save(k, v), loadRange: (p) => store.loadRange(p) };
+  const keeper = new ContextKeeper({ model: "gpt-4o", store: slow });
+  const { history } = session("openai", 5);
+  await Promise.all([1, 2, 3, 4, 5].map((n) => keeper.prepare(history(n), { sessionId: "s" })));
+  assert.equal(most, 1);
+  const strict = new ContextKeeper({ model: "gpt-4o", store: slow, onBusy: "error" });
+  const first = strict.prepare(history(2), { sessionId: "t" });
+  await assert.rejects(strict.prepare(history(3), { sessionId: "t" }), (e) => e instanceof ContextKeeperError && e.kind === "busy");
+  await first;
+});
+
+test("two keepers never share counts: a calibration or a cache of one is not the other's", async () => {
+  const a = new ContextKeeper({ model: "gpt-4o", store: new MemoryStore() });
+  const b = new ContextKeeper({ model: "gpt-4", store: new MemoryStore() });
+  const history = session("openai", 4).all;
+  const ra = await a.prepare(history, { sessionId: "s" });
+  const rb = await b.prepare(history, { sessionId: "s" });
+  assert.notEqual(ra.report.tokensAfter, rb.report.tokensAfter, "o200k and cl100k counts differ");
+  const again = await a.prepare(history, { sessionId: "s" });
+  assert.equal(again.report.tokensAfter, ra.report.tokensAfter);
+});
+
+test("plan is a dry run: nothing stored, no callback called", async () => {
+  const store = new MemoryStore();
+  const keeper = new ContextKeeper({ model: "gpt-4o", contextWindow: 3_000, store, summarize: () => assert.fail("dry run"), flush: () => assert.fail("dry run") });
+  const { report } = await keeper.plan(session("openai", 40).all, { sessionId: "s" });
+  assert.equal(report.dryRun, true);
+  assert.equal(report.decision, "compacted");
+  assert.deepEqual(await store.loadRange(["context-keeper"]), []);
+});
+
+test("Anthropic cache breakpoints: the system prompt and the end of the stable prefix, moved only with it", async () => {
+  const store = new MemoryStore();
+  const keeper = new ContextKeeper({ model: "claude-sonnet-4-5", contextWindow: 12_000, store, cacheBreakpoints: true, summarize: () => SUMMARY });
+  const { all } = session("anthropic", 60);
+  const request = (n) => ({ model: "claude-sonnet-4-5", max_tokens: 1024, system: [{ type: "text", text: "You are a coding agent." }], messages: all.slice(0, 1 + 2 * n) });
+  let marks = null;
+  for (let n = 1; n <= 60; n++) {
+    const input = request(n);
+    const { messages: out, report } = await keeper.prepare(input, { sessionId: "s" });
+    assert.equal(input.system[0].cache_control, undefined, "the input is not mutated");
+    const count = JSON.stringify(out).split('"cache_control"').length - 1;
+    assert.ok(count <= 4);
+    if (report.breakpoints.length > 0) {
+      assert.deepEqual(out.system[0].cache_control, { type: "ephemeral" });
+      if (marks !== null && marks.length === 2 && report.unchangedPrefix !== null && report.unchangedPrefix > marks[1]) {
+        assert.deepEqual(report.breakpoints, marks, `turn ${n}: the breakpoints stay while the prefix does`);
+      }
+      marks = report.breakpoints;
+    }
+  }
+  assert.ok(marks !== null && marks.length === 2);
+});
+
+test("usage, stats, the prompt segment, the tools and the memory file", async () => {
+  const store = new MemoryStore();
+  const keeper = new ContextKeeper({ model: "gpt-4o", store });
+  const usage = await keeper.recordUsage("s", { input_tokens: 1200, output_tokens: 80, cache_read_input_tokens: 1000 });
+  assert.deepEqual(usage, { calls: 1, inputTokens: 1200, outputTokens: 80, cacheReadTokens: 1000, cacheWriteTokens: 0 });
+  await keeper.recordUsage("s", { prompt_tokens: 10, completion_tokens: 2 });
+  assert.equal((await keeper.stats("s")).usage.inputTokens, 1210);
+  await assert.rejects(keeper.recordUsage("s", { input_tokens: "many" }), (e) => e.kind === "options" && e.path === "usage.input_tokens");
+  const segment = keeper.systemPromptSegment();
+  for (const name of ["read_offloaded", "grep_offloaded", "list_offloaded", "context-keeper-compaction", "memor"]) assert.ok(segment.includes(name), name);
+  assert.equal(keeper.tools({ sessionId: "s", format: "anthropic" }).definitions.length, 3);
+  assert.equal(await keeper.loadMemory(), null);
+  await store.save(["memories", "AGENTS.md"], new TextEncoder().encode("- prefers cargo nextest"));
+  assert.equal(await keeper.loadMemory(), "- prefers cargo nextest");
+});
+
+test("bad options are named", () => {
+  assert.throws(() => new ContextKeeper({ model: "gpt-4o" }), (e) => e.kind === "options" && e.path === "options.store");
+  assert.throws(() => new ContextKeeper({ model: "gpt-4o", store: new MemoryStore(), thresholds: { prune: "high" } }), (e) => e.kind === "options" && e.path === "options.thresholds.prune");
+  assert.throws(() => new ContextKeeper({ model: "gpt-4o", store: new MemoryStore(), treshold: 1 }), (e) => e.kind === "options" && /treshold/.test(e.message));
+});
