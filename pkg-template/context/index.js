@@ -592,8 +592,10 @@ function bindKeeper(core, h) {
       const tokens = keeper.count(output);
       if (tokens > last.ceiling) return null;
       const before = last.report.tokensBefore + (tokens - last.report.tokensAfter);
+      // NOTE: what the previous call did this call does not (no flush, no compaction, no offload).
+      const { flush: _flush, compaction: _compaction, ...standing } = last.report;
       const report = {
-        ...last.report,
+        ...standing,
         tokensBefore: before,
         tokensAfter: tokens,
         fits: true,
@@ -602,12 +604,8 @@ function bindKeeper(core, h) {
         messages: outList.length,
         offloaded: [],
         failures: [],
-        flush: undefined,
-        compaction: undefined,
         saved: { ...last.report.saved, offload: 0, compact: 0 },
       };
-      delete report.flush;
-      delete report.compaction;
       this.#remember(sessionId, history, output, report, last.offloadLimit);
       return { messages: output, report };
     }
@@ -642,7 +640,7 @@ function bindKeeper(core, h) {
       };
       const state = await this.#loadState(sessionId);
       const now = h.timeOf(options.now);
-      const prep = keeper.prepare(history, sessionId, now, flush !== undefined, summarize !== undefined, state.bytes);
+      const prep = keeper.prepare(history, sessionId, now, flush !== undefined, state.bytes);
       let done;
       try {
         for (;;) {

@@ -95,6 +95,16 @@ pub(super) fn read_conversation(
     messages::parse_messages_value(value, &options).map_err(ContextError::from)
 }
 
+/// A count that failed inside a tier: the conversation's fault names its place, a bad count
+/// option is an options error, a failure of the engine is ours.
+pub(super) fn count_error(err: CountMessagesError) -> ContextError {
+    match err {
+        CountMessagesError::Parse(err) => ContextError::from(err),
+        CountMessagesError::Options(err) => ContextError::options("options", err.to_string()),
+        CountMessagesError::Count(err) => ContextError::internal(err.to_string()),
+    }
+}
+
 pub(super) fn to_js<T: Serialize>(value: &T) -> Result<JsValue, ContextError> {
     super::to_js(value).map_err(ContextError::internal)
 }
@@ -572,13 +582,7 @@ pub fn plan_compact(
     })
     .map_err(|err| match err {
         compact::CompactError::Options { path, reason } => ContextError::options(path, reason),
-        compact::CompactError::Count(CountMessagesError::Parse(err)) => ContextError::from(err),
-        compact::CompactError::Count(CountMessagesError::Options(err)) => {
-            ContextError::options("options", err.to_string())
-        }
-        compact::CompactError::Count(CountMessagesError::Count(err)) => {
-            ContextError::internal(err.to_string())
-        }
+        compact::CompactError::Count(err) => count_error(err),
     })?;
     Ok(CompactPlanJs {
         plan: Some(plan),

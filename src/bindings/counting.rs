@@ -419,7 +419,7 @@ fn count_with(
     options: &CountMessagesOptions,
     stop_above: Option<u64>,
 ) -> Result<(MessagesCount, bool), CountingError> {
-    count_in(&memo::Default, messages, options, stop_above)
+    count_in(&memo::Shared, messages, options, stop_above)
 }
 
 /// [`count_with`] on a given counter (a keeper's own).

@@ -11,28 +11,22 @@ use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
 use super::context::{
-    already_applied, flush_outcome, messages_out, outcome_of, read_conversation, read_options,
-    save_to_js, set, summary_outcome, to_js,
+    already_applied, count_error, flush_outcome, messages_out, outcome_of, read_conversation,
+    read_options, save_to_js, set, summary_outcome, to_js,
 };
 use super::error::ContextError;
 use super::memo::Own;
 use super::{enter, walk};
 use crate::context::keeper::{Call, KeeperOptions, Need, Prepare, PrepareError};
-use crate::context::state::{KeeperStats, SessionState};
+use crate::context::state::SessionState;
 use crate::context::Outcome;
-use crate::counting::{CountMessagesError, CountMessagesOptions, Counter};
+use crate::counting::{CountMessagesOptions, Counter};
 use crate::messages::type_name as type_name_of_json;
 
 fn prepare_error(err: PrepareError) -> ContextError {
     match err {
         PrepareError::Options { path, reason } => ContextError::options(path, reason),
-        PrepareError::Count(CountMessagesError::Parse(err)) => ContextError::from(err),
-        PrepareError::Count(CountMessagesError::Options(err)) => {
-            ContextError::options("options", err.to_string())
-        }
-        PrepareError::Count(CountMessagesError::Count(err)) => {
-            ContextError::internal(err.to_string())
-        }
+        PrepareError::Count(err) => count_error(err),
     }
 }
 
@@ -74,15 +68,14 @@ impl KeeperJs {
 
     /// The tokens of `messages`, read through this keeper's memo: a message object counted
     /// before, and reading the same, is neither read nor tokenized again.
-    pub fn count(&self, messages: JsValue) -> Result<f64, ContextError> {
+    pub fn count(&self, messages: JsValue) -> Result<f64, super::counting::CountingError> {
         enter();
         let options = CountMessagesOptions {
             model: self.options.model.clone(),
             format: self.options.format,
             ..CountMessagesOptions::default()
         };
-        let (count, _) = super::counting::count_in(&self.counting, &messages, &options, None)
-            .map_err(|err| ContextError::messages("messages", err.to_string()))?;
+        let (count, _) = super::counting::count_in(&self.counting, &messages, &options, None)?;
         Ok(count.total as f64)
     }
 
@@ -93,7 +86,6 @@ impl KeeperJs {
         session_id: String,
         now: Option<String>,
         flush: bool,
-        summarize: bool,
         state: Option<Vec<u8>>,
     ) -> Result<PrepareJs, ContextError> {
         enter();
@@ -102,7 +94,6 @@ impl KeeperJs {
             session_id,
             now,
             flush,
-            summarize,
         };
         let state = SessionState::from_bytes(state.as_deref());
         let counter = Rc::clone(&self.counting.counter);
@@ -325,7 +316,3 @@ impl PrepareJs {
         Ok(out.into())
     }
 }
-
-/// The stats type, for the declarations.
-#[allow(dead_code)]
-type Stats = KeeperStats; // NOTE: keeps the import for rustdoc links

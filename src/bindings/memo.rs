@@ -55,10 +55,10 @@ pub trait Counting {
     fn remember(&self, message: &JsValue, snapshot: Snapshot, id: u64);
 }
 
-/// The package's default counter.
-pub struct Default;
+/// The package's default counter, shared by the counting exports.
+pub struct Shared;
 
-impl Counting for Default {
+impl Counting for Shared {
     fn with<R>(&self, f: impl FnOnce(&mut crate::counting::Counter) -> R) -> R {
         crate::counting::with_default_counter(f)
     }

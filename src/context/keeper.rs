@@ -32,7 +32,7 @@ use super::evict::{self, EvictOptions};
 use super::flush::{self, resolve, FlushOptions, FlushOutcome, FlushReport, FlushRequest};
 use super::offload::{self, OffloadOptions, OffloadPlan};
 use super::prune::{self, PruneOptions};
-use super::state::{Horizon, SessionState};
+use super::state::{Chain, Horizon, SessionState};
 use super::{result_sites, Edit, Failure, Outcome, Report, Save, Turns};
 use crate::counting::{CountMessagesError, CountMessagesOptions, Counter};
 use crate::messages::{Conversation, Format, Role};
@@ -225,8 +225,6 @@ pub struct Call {
     pub now: Option<String>,
     /// Whether a flush callback is configured.
     pub flush: bool,
-    /// Whether a summarizer is configured (else a compaction uses the heuristic summary).
-    pub summarize: bool,
 }
 
 /// What a prepare did at each tier.
@@ -428,7 +426,14 @@ pub struct Prepare {
     state_changed: bool,
     report: PrepareReport,
     tokens: u64,
+    /// The working conversation's count per message.
+    per_message: Vec<u64>,
     estimated: bool,
+    /// Whether the base conversation is still the input as read (no offload, no compaction):
+    /// then an unedited working conversation has the input's count.
+    base_is_input: bool,
+    /// The input's count: its total and per message.
+    input_count: (u64, Vec<u64>),
     flush_request: Option<FlushRequest>,
 }
 
@@ -499,7 +504,10 @@ impl Prepare {
             state_changed: false,
             report,
             tokens: count.total,
+            input_count: (count.total, count.per_message.clone()),
+            per_message: count.per_message,
             estimated: !count.exact,
+            base_is_input: true,
             flush_request: None,
         })
     }
@@ -586,10 +594,12 @@ impl Prepare {
         self.report.offloaded = done.report.edits;
         self.report.failures = done.report.failures;
         self.conversation = done.conversation;
+        self.base_is_input = done.edited.is_empty();
         // the stored compactions, when the host sends its full history
         if let Some((conv, map, _)) = compact::reapply(&self.conversation, &self.state) {
             self.origin = compose(&map, &self.origin);
             self.conversation = conv;
+            self.base_is_input = false;
         }
         self.base = self.conversation.clone();
         self.base_origin = self.origin.clone();
@@ -603,7 +613,7 @@ impl Prepare {
         };
         let standing = self.state.keeper.horizon.clone();
         let tokens = self.apply_horizon(standing.as_ref(), counter)?;
-        let flush_due = self.call.flush && !self.state.flushed() && tokens > budget.flush_at;
+        let flush_due = self.flush_due(tokens, budget);
         if tokens <= budget.prune_at {
             self.report.decision = Decision::Under;
             return self.then_flush(flush_due, false);
@@ -635,8 +645,7 @@ impl Prepare {
                     1 => Decision::Pruned,
                     _ => Decision::Cleared,
                 };
-                let flush_due = flush_due || self.flush_due(tokens, budget);
-                return self.then_flush(flush_due && self.call.flush, false);
+                return self.then_flush(flush_due || self.flush_due(tokens, budget), false);
             }
         }
         let tokens = self.tokens;
@@ -764,6 +773,7 @@ impl Prepare {
         if applied {
             self.base_origin = compose(&done.origin, &self.base_origin);
             self.base = done.conversation;
+            self.base_is_input = false;
             if let Some(state) = done.state {
                 let keeper = std::mem::take(&mut self.state.keeper);
                 self.state = state;
@@ -816,7 +826,7 @@ impl Prepare {
         let mut origin = self.base_origin.clone();
         let (mut pruned, mut evicted) = (Report::default(), Report::default());
         if let Some(horizon) = horizon {
-            if let Some(end) = self.horizon_end(&horizon.call) {
+            if let Some(end) = exchange_end(&self.base, &horizon.call) {
                 let mut prune = self.options.prune.clone();
                 prune.model = prune.model.or_else(|| self.options.model.clone());
                 prune.horizon = Some(end);
@@ -837,33 +847,31 @@ impl Prepare {
                 conversation = done.conversation;
             }
         }
-        let count = counter.count(
-            &conversation,
-            &self.options.count_options(conversation.format()),
-        )?;
+        // NOTE: nothing edited since the input was counted: its count stands.
+        if self.base_is_input && pruned.edits.is_empty() && evicted.edits.is_empty() {
+            self.tokens = self.input_count.0;
+            self.per_message.clone_from(&self.input_count.1);
+        } else {
+            let count = counter.count(
+                &conversation,
+                &self.options.count_options(conversation.format()),
+            )?;
+            self.tokens = count.total;
+            self.per_message = count.per_message;
+            self.estimated = !count.exact;
+        }
         self.report.saved.prune = pruned.tokens_saved;
         self.report.saved.evict = evicted.tokens_saved;
         self.report.pruned = pruned.edits;
         self.report.evicted = evicted.edits;
         self.conversation = conversation;
         self.origin = origin;
-        self.tokens = count.total;
-        self.estimated = !count.exact;
-        Ok(count.total)
-    }
-
-    /// The message index just after the exchange of tool call `call` in the base conversation.
-    fn horizon_end(&self, call: &str) -> Option<usize> {
-        result_sites(&self.base)
-            .iter()
-            .filter(|s| s.call_id.as_deref() == Some(call))
-            .map(|s| s.at.message.max(s.call_at.message) + 1)
-            .max()
+        Ok(self.tokens)
     }
 
     /// Assistant turns begun after the exchange of `call` (`None` when it is not there).
     fn turns_since(&self, call: &str) -> Option<usize> {
-        let end = self.horizon_end(call)?;
+        let end = exchange_end(&self.base, call)?;
         let all = Turns::of(&self.base);
         let before = Turns::until(&self.base, Some(end));
         Some(all.len().saturating_sub(before.len()))
@@ -889,6 +897,7 @@ impl Prepare {
                         &self.options.count_options(self.conversation.format()),
                     ) {
                         self.tokens = count.total;
+                        self.per_message = count.per_message;
                     }
                 }
             }
@@ -955,18 +964,12 @@ impl Prepare {
                 );
             }
         }
-        let count = self.options.count_options(self.conversation.format());
-        let mut counter = Counter::default();
-        let largest = counter
-            .count(&self.conversation, &count)
-            .ok()
-            .and_then(|c| {
-                c.per_message
-                    .iter()
-                    .copied()
-                    .enumerate()
-                    .max_by_key(|(_, t)| *t)
-            });
+        let largest = self
+            .per_message
+            .iter()
+            .copied()
+            .enumerate()
+            .max_by_key(|(_, t)| *t);
         let largest_role = largest.and_then(|(i, _)| {
             self.conversation
                 .messages()
@@ -1011,7 +1014,7 @@ impl Prepare {
             .keeper
             .horizon
             .as_ref()
-            .and_then(|h| self.horizon_end_in(&h.call))
+            .and_then(|h| exchange_end(&self.conversation, &h.call))
             .or_else(|| compact::latest_marker(self.conversation.messages()).map(|(at, _)| at + 1));
         if let (true, Some(end)) = (room > 0, end) {
             let at = end.saturating_sub(1);
@@ -1026,15 +1029,6 @@ impl Prepare {
         }
         system_edited
     }
-
-    /// [`Prepare::horizon_end`] in the working conversation.
-    fn horizon_end_in(&self, call: &str) -> Option<usize> {
-        result_sites(&self.conversation)
-            .iter()
-            .filter(|s| s.call_id.as_deref() == Some(call))
-            .map(|s| s.at.message.max(s.call_at.message) + 1)
-            .max()
-    }
 }
 
 fn role_name(role: Role) -> &'static str {
@@ -1046,6 +1040,16 @@ fn role_name(role: Role) -> &'static str {
         Role::Developer => "developer",
         Role::Function => "function",
     }
+}
+
+/// The message index just after the exchange of tool call `call` in `conv`: past the call and
+/// every result of it.
+fn exchange_end(conv: &Conversation, call: &str) -> Option<usize> {
+    result_sites(conv)
+        .iter()
+        .filter(|s| s.call_id.as_deref() == Some(call))
+        .map(|s| s.at.message.max(s.call_at.message) + 1)
+        .max()
 }
 
 /// Marks message indices as edited.
@@ -1076,12 +1080,14 @@ fn head_tokens(conv: &Conversation, per_message: &[u64]) -> u64 {
         .sum()
 }
 
-/// 8 hex digits of each message's hash, concatenated.
+/// 8 hex digits of the session chain ([`Chain`]) at each message, concatenated: two outputs
+/// agree on their first `n` messages where their first `n` links agree.
 fn output_hashes(conv: &Conversation) -> String {
     let mut out = String::with_capacity(conv.messages().len() * 8);
+    let mut chain = Chain::default();
     for message in conv.messages() {
-        let hash = xxhash_rust::xxh3::xxh3_64(message.to_value().to_string().as_bytes());
-        out.push_str(&format!("{:08x}", hash as u32));
+        chain = chain.push(message);
+        out.push_str(chain.to_hex().get(..8).unwrap_or_default());
     }
     out
 }

@@ -5,7 +5,7 @@
 // run, usage and stats, the tools and the prompt segment.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { ContextKeeper, ContextKeeperError, validateMessages } from "context-keeper";
+import { ContextKeeper, ContextKeeperError, validateMessages, countMessages } from "context-keeper";
 import { MemoryStore } from "context-keeper/stores";
 import { FaultyStore } from "context-keeper/testing";
 
@@ -190,15 +190,20 @@ test("prepares of one session run one after another; onBusy: error throws a busy
   await first;
 });
 
-test("two keepers never share counts: a calibration or a cache of one is not the other's", async () => {
+test("two keepers never share counts: each keeper's memo gives its own model's count", async () => {
   const a = new ContextKeeper({ model: "gpt-4o", store: new MemoryStore() });
   const b = new ContextKeeper({ model: "gpt-4", store: new MemoryStore() });
-  const history = session("openai", 4).all;
-  const ra = await a.prepare(history, { sessionId: "s" });
-  const rb = await b.prepare(history, { sessionId: "s" });
-  assert.notEqual(ra.report.tokensAfter, rb.report.tokensAfter, "o200k and cl100k counts differ");
-  const again = await a.prepare(history, { sessionId: "s" });
-  assert.equal(again.report.tokensAfter, ra.report.tokensAfter);
+  const { history } = session("openai", 12);
+  // the same message objects through both keepers, turn by turn: the second call on each takes
+  // the fast path through its own memo; a memo id read in the other keeper's map would give a
+  // count of some other message
+  for (let n = 1; n <= 12; n++) {
+    const input = history(n);
+    const ra = await a.prepare(input, { sessionId: "s" });
+    const rb = await b.prepare(input, { sessionId: "s" });
+    assert.equal(ra.report.tokensAfter, countMessages(input, { model: "gpt-4o" }).total, `turn ${n}`);
+    assert.equal(rb.report.tokensAfter, countMessages(input, { model: "gpt-4" }).total, `turn ${n}`);
+  }
 });
 
 test("plan is a dry run: nothing stored, no callback called", async () => {

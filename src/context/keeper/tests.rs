@@ -51,7 +51,6 @@ fn call(flush: bool) -> Call {
         session_id: "s1".into(),
         now: Some("2026-11-25T10:00:00Z".into()),
         flush,
-        summarize: true,
     }
 }
 
@@ -202,15 +201,22 @@ fn budget_figures_follow_the_thresholds_and_accept_fractions() {
     assert_eq!(o.budget().unwrap().prune_at, 10_000);
 }
 
-#[test]
-fn a_huge_result_is_offloaded_once_and_not_saved_again() {
-    let mut list = run(4, 5);
+/// A `cat data.csv` call and a result over the default offload limit (20,000 tokens).
+fn huge_exchange() -> [Value; 2] {
     let huge: String = (0..4000)
         .map(|l| format!("row {l}: 0.{l} 1.{l} 2.{l}\n"))
         .collect();
-    list.push(json!({"role": "assistant", "content": null, "tool_calls": [
-        {"id": "call_big", "type": "function", "function": {"name": "bash", "arguments": "{\"command\":\"cat data.csv\"}"}}]}));
-    list.push(json!({"role": "tool", "tool_call_id": "call_big", "content": huge}));
+    [
+        json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_big", "type": "function", "function": {"name": "bash", "arguments": "{\"command\":\"cat data.csv\"}"}}]}),
+        json!({"role": "tool", "tool_call_id": "call_big", "content": huge}),
+    ]
+}
+
+#[test]
+fn a_huge_result_is_offloaded_once_and_not_saved_again() {
+    let mut list = run(4, 5);
+    list.extend(huge_exchange());
     let (out, driven) = prepare(
         &list,
         &options(128_000),
@@ -233,12 +239,7 @@ fn a_huge_result_is_offloaded_once_and_not_saved_again() {
 #[test]
 fn a_failed_offload_keeps_the_result_and_reports_it() {
     let mut list = run(2, 5);
-    let huge: String = (0..4000)
-        .map(|l| format!("row {l}: 0.{l} 1.{l} 2.{l}\n"))
-        .collect();
-    list.push(json!({"role": "assistant", "content": null, "tool_calls": [
-        {"id": "call_big", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]}));
-    list.push(json!({"role": "tool", "tool_call_id": "call_big", "content": huge}));
+    list.extend(huge_exchange());
     let (out, _) = prepare(
         &list,
         &options(128_000),
