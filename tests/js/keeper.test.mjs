@@ -191,8 +191,9 @@ test("prepares of one session run one after another; onBusy: error throws a busy
 });
 
 test("two keepers never share counts: each keeper's memo gives its own model's count", async () => {
-  const a = new ContextKeeper({ model: "gpt-4o", store: new MemoryStore() });
-  const b = new ContextKeeper({ model: "gpt-4", store: new MemoryStore() });
+  // windows large enough that nothing is pruned: every output is the input
+  const a = new ContextKeeper({ model: "gpt-4o", contextWindow: 1_000_000, store: new MemoryStore() });
+  const b = new ContextKeeper({ model: "gpt-4", contextWindow: 1_000_000, store: new MemoryStore() });
   const { history } = session("openai", 12);
   // the same message objects through both keepers, turn by turn: the second call on each takes
   // the fast path through its own memo; a memo id read in the other keeper's map would give a
