@@ -335,7 +335,7 @@ fn word_char(c: char) -> bool {
 
 fn subwords<'t>(text: &'t str, word: &'t str, sink: &mut Sink<'_, 't>) {
     // NOTE: a piece far over the cap is no fact (a blob); skipping it keeps `strip` linear.
-    let pieces = word.split(|c| !word_char(c));
+    let pieces = word.split(|c| !word_char(c)).flat_map(unescaped);
     for piece in pieces.filter(|p| !p.is_empty() && p.len() <= 4 * MAX_FACT_LEN) {
         let piece = strip(piece);
         if piece.len() < 2 {
@@ -363,6 +363,48 @@ fn subwords<'t>(text: &'t str, word: &'t str, sink: &mut Sink<'_, 't>) {
                 }
             }
         }
+    }
+}
+
+/// `piece` cut at the escapes of a JSON string that stand for whitespace (`\n`, `\r`, `\t`;
+/// an escaped backslash `\\` is no cut). Tool inputs are scanned as JSON text, where
+/// `x.py\nls` is a path, a newline and a command, and `as e:\n` is no drive `e:`. A Windows
+/// path (`C:\new\tmp.txt`) stays whole.
+fn unescaped(piece: &str) -> impl Iterator<Item = &str> {
+    let whole = !piece.contains('\\') || is_drive_path(strip(piece));
+    let mut rest = Some(piece);
+    std::iter::from_fn(move || {
+        let r = rest.take()?;
+        if whole {
+            return Some(r);
+        }
+        let bytes = r.as_bytes();
+        let mut i = 0;
+        while let Some(pair) = bytes.get(i..i + 2) {
+            match pair {
+                [b'\\', b'n' | b'r' | b't'] => {
+                    rest = r.get(i + 2..);
+                    return r.get(..i);
+                }
+                [b'\\', _] => i += 2,
+                _ => i += 1,
+            }
+        }
+        Some(r)
+    })
+}
+
+/// Whether `word` starts like a Windows path: a drive letter, `:\`, then a name, which is
+/// more than the one letter of an escape (`e:\n` is `except OSError as e:` then a newline,
+/// in JSON text).
+fn is_drive_path(word: &str) -> bool {
+    match word.as_bytes() {
+        [drive, b':', b'\\', rest @ ..] => {
+            drive.is_ascii_alphabetic()
+                && !matches!(rest, [b'n' | b'r' | b't'])
+                && rest.iter().any(u8::is_ascii_alphanumeric)
+        }
+        _ => false,
     }
 }
 
@@ -718,8 +760,8 @@ fn is_path(word: &str) -> bool {
         return false;
     }
     let core = without_line_ref(word);
-    if let [drive, b':', b'\\', rest @ ..] = core.as_bytes() {
-        return drive.is_ascii_alphabetic() && rest.iter().any(u8::is_ascii_alphanumeric);
+    if is_drive_path(core) {
+        return true;
     }
     if core.contains(['\\', ':']) {
         return false;
@@ -1247,6 +1289,32 @@ mod tests {
                 "missing_colon.py",
             ]
             .map(|t| (FactKind::Path, t.to_owned()))
+        );
+    }
+
+    #[test]
+    fn json_escapes_end_a_path_and_make_no_drive() {
+        // a tool input is scanned as JSON text: `\n` there is a newline, not part of a word
+        let input = serde_json::json!({"path": "app/io.py", "content":
+            "try:\n    load()\nexcept OSError as e:\n    log(e)\nwith open(p) as f:\n\tpass\n# see app/io_util.py\nimport app/conf.py\n"});
+        let text = serde_json::to_string(&input).unwrap();
+        assert_eq!(
+            kinds(&text),
+            [
+                (FactKind::Path, "app/io.py".to_owned()),
+                (FactKind::Identifier, "OSError".to_owned()),
+                (FactKind::Path, "app/io_util.py".to_owned()),
+                (FactKind::Path, "app/conf.py".to_owned()),
+            ]
+        );
+        // a Windows path stays whole, in plain text and escaped in JSON
+        assert_eq!(
+            texts("on C:\\new\\tmp.txt and (D:\\rust\\a.rs)"),
+            ["C:\\new\\tmp.txt", "D:\\rust\\a.rs"]
+        );
+        assert_eq!(
+            texts(r#"{"p":"C:\\\\new\\\\tmp.txt"}"#),
+            [r"C:\\\\new\\\\tmp.txt"]
         );
     }
 

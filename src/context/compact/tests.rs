@@ -245,6 +245,25 @@ fn a_later_compaction_folds_the_previous_summary_in() {
 }
 
 #[test]
+fn facts_pinned_from_json_tool_inputs_end_at_escaped_newlines() {
+    // Regression (the 300-turn session of tests/data/sessions): tool inputs are read as JSON
+    // text, where `as e:\n` was pinned as the Windows path `e:\n` and a path followed by `\n`
+    // was no path at all.
+    let mut input = run(8);
+    let list = input.as_array_mut().unwrap();
+    let code = "try:\n    load()\nexcept OSError as e:\n    raise\n# uses app/io_util.py\n";
+    let args = json!({"command": format!("cat <<'EOF' > app/io.py\n{code}EOF")}).to_string();
+    list[2]["tool_calls"][0]["function"]["arguments"] = json!(args);
+    list.push(
+        json!({"role": "user", "content": "Is app/io_util.py still imported? See `e:` too."}),
+    );
+    let out = compacted(&input, SessionState::default());
+    let pinned: Vec<&str> = out.report.pinned.iter().map(|f| f.text.as_str()).collect();
+    assert!(pinned.contains(&"app/io_util.py"), "{pinned:?}");
+    assert!(pinned.iter().all(|f| !f.contains('\\')), "{pinned:?}");
+}
+
+#[test]
 fn the_full_history_gets_the_stored_compaction_back_without_a_summary() {
     let input = run(12);
     let first = compacted(&input, SessionState::default());
