@@ -7,6 +7,13 @@
 //! tokenizer is not public (Claude, Gemini, and open models with their own vocabularies) count
 //! with the closest encoding and say so with `exact: false`. An unknown model gets a
 //! conservative default, flagged `known: false`; the caller can override every field.
+//!
+//! Every entry names its source, the provider's page stating the context window and the
+//! output limit, and the day the figures were read there. For managing a conversation,
+//! [`resolve_window`] lets a window the caller passes win, and gives no window at all for an
+//! unknown model without one.
+
+use std::borrow::Cow;
 
 use serde::{Deserialize, Serialize};
 
@@ -177,6 +184,11 @@ pub struct ModelInfo {
     pub images: ImageRule,
     /// False when the name matched no entry and these are conservative defaults.
     pub known: bool,
+    /// The provider's page that states the window and the output limit; `None` for a model
+    /// the registry does not know, or whose window or output limit the caller's entry sets.
+    pub source: Option<Cow<'static, str>>,
+    /// The day (`YYYY-MM-DD`) the figures were last read off `source`; `None` with it.
+    pub checked: Option<Cow<'static, str>>,
 }
 
 /// One entry of the built-in table.
@@ -190,6 +202,39 @@ struct Entry {
     /// Whether `encoding` is the model's own tokenizer.
     exact: bool,
     images: ImageRule,
+    /// The provider's page that states the window and the output limit.
+    source: &'static str,
+    /// The day (`YYYY-MM-DD`) the figures were last read there.
+    checked: &'static str,
+}
+
+/// An entry's figures before they name their source: [`Figures::read`] makes the entry, so
+/// the table cannot hold one without a source.
+struct Figures {
+    name: &'static str,
+    provider: Provider,
+    context_window: u32,
+    max_output: u32,
+    encoding: Encoding,
+    exact: bool,
+    images: ImageRule,
+}
+
+impl Figures {
+    /// The entry, with the page its figures come from and the day they were read there.
+    const fn read(self, source: &'static str, checked: &'static str) -> Entry {
+        Entry {
+            name: self.name,
+            provider: self.provider,
+            context_window: self.context_window,
+            max_output: self.max_output,
+            encoding: self.encoding,
+            exact: self.exact,
+            images: self.images,
+            source,
+            checked,
+        }
+    }
 }
 
 use Encoding::{Cl100kBase as CL100K, O200kBase as O200K};
@@ -241,8 +286,8 @@ const fn openai(
     max_output: u32,
     encoding: Encoding,
     images: ImageRule,
-) -> Entry {
-    Entry {
+) -> Figures {
+    Figures {
         name,
         provider: OpenAi,
         context_window,
@@ -261,8 +306,8 @@ const fn approximate(
     max_output: u32,
     encoding: Encoding,
     images: ImageRule,
-) -> Entry {
-    Entry {
+) -> Figures {
+    Figures {
         name,
         provider,
         context_window,
@@ -273,11 +318,11 @@ const fn approximate(
     }
 }
 
-const fn claude(name: &'static str, window: u32, max_output: u32, images: ImageRule) -> Entry {
+const fn claude(name: &'static str, window: u32, max_output: u32, images: ImageRule) -> Figures {
     approximate(name, Anthropic, window, max_output, O200K, images)
 }
 
-const fn gemini(name: &'static str, window: u32, max_output: u32, images: ImageRule) -> Entry {
+const fn gemini(name: &'static str, window: u32, max_output: u32, images: ImageRule) -> Figures {
     approximate(name, Google, window, max_output, O200K, images)
 }
 
@@ -288,7 +333,7 @@ const fn open(
     window: u32,
     max_output: u32,
     encoding: Encoding,
-) -> Entry {
+) -> Figures {
     approximate(
         name,
         provider,
@@ -301,116 +346,205 @@ const fn open(
 
 const M: u32 = 1_048_576;
 
-/// The built-in registry, from the providers' published model pages. Longest prefix wins, so a
-/// specific entry (`gpt-4o-mini`) may sit beside a general one (`gpt-4o`).
+/// The days figures were read off their pages. `NOV25` is this reading; a figure whose page
+/// could not be read again keeps the day it entered the registry (`NOV22`, `NOV23`), which is
+/// when it was last checked.
+const NOV25: &str = "2026-11-25";
+const NOV23: &str = "2026-11-23";
+const NOV22: &str = "2026-11-22";
+
+/// A model's page in OpenAI's API reference (where platform.openai.com/docs/models leads).
+macro_rules! openai_page {
+    ($id:literal) => {
+        concat!("https://developers.openai.com/api/docs/models/", $id)
+    };
+}
+/// A model's page in Anthropic's Claude docs.
+macro_rules! claude_page {
+    ($id:literal) => {
+        concat!(
+            "https://platform.claude.com/docs/en/models/",
+            $id,
+            "/overview"
+        )
+    };
+}
+/// A model's page in Google's Gemini API docs.
+macro_rules! gemini_page {
+    ($id:literal) => {
+        concat!("https://ai.google.dev/gemini-api/docs/models/", $id)
+    };
+}
+/// A model card on Meta's Llama site.
+macro_rules! llama_page {
+    ($id:literal) => {
+        concat!(
+            "https://www.llama.com/docs/model-cards-and-prompt-formats/",
+            $id,
+            "/"
+        )
+    };
+}
+/// Anthropic's models overview (current and legacy models side by side).
+const CLAUDE_MODELS: &str = "https://platform.claude.com/docs/en/about-claude/models/overview";
+/// Alibaba Cloud Model Studio's list of Qwen models.
+const QWEN_MODELS: &str = "https://www.alibabacloud.com/help/en/model-studio/models";
+/// Mistral's models overview.
+const MISTRAL_MODELS: &str = "https://docs.mistral.ai/getting-started/models/";
+/// DeepSeek's models and pricing page.
+const DEEPSEEK_MODELS: &str = "https://api-docs.deepseek.com/quick_start/pricing";
+
+/// The built-in registry, from the providers' published model pages; each entry names its page
+/// and the day its figures were read there. Longest prefix wins, so a specific entry
+/// (`gpt-4o-mini`) may sit beside a general one (`gpt-4o`).
 const MODELS: &[Entry] = &[
     // OpenAI. Every model since GPT-4o counts with o200k_base.
-    openai("gpt-5", 400_000, 128_000, O200K, GPT_5_TILES),
-    openai("gpt-5-chat", 128_000, 16_384, O200K, GPT_5_TILES),
-    openai("gpt-5-mini", 400_000, 128_000, O200K, openai_patches(162)),
-    openai("gpt-5-nano", 400_000, 128_000, O200K, openai_patches(246)),
-    openai("gpt-5-pro", 400_000, 272_000, O200K, GPT_5_TILES),
-    openai("gpt-5.1", 400_000, 128_000, O200K, GPT_5_TILES),
-    openai("gpt-5.1-chat", 128_000, 16_384, O200K, GPT_5_TILES),
-    openai("gpt-5.2", 400_000, 128_000, O200K, openai_patches(120)),
-    openai("gpt-5.2-chat", 128_000, 16_384, O200K, openai_patches(120)),
-    openai("gpt-5.4", 1_050_000, 128_000, O200K, openai_patches(120)),
-    openai("gpt-4.1", 1_047_576, 32_768, O200K, GPT_4O_TILES),
+    openai("gpt-5", 400_000, 128_000, O200K, GPT_5_TILES).read(openai_page!("gpt-5"), NOV22),
+    openai("gpt-5-chat", 128_000, 16_384, O200K, GPT_5_TILES)
+        .read(openai_page!("gpt-5-chat-latest"), NOV22),
+    openai("gpt-5-mini", 400_000, 128_000, O200K, openai_patches(162))
+        .read(openai_page!("gpt-5-mini"), NOV23),
+    openai("gpt-5-nano", 400_000, 128_000, O200K, openai_patches(246))
+        .read(openai_page!("gpt-5-nano"), NOV23),
+    openai("gpt-5-pro", 400_000, 272_000, O200K, GPT_5_TILES)
+        .read(openai_page!("gpt-5-pro"), NOV23),
+    openai("gpt-5.1", 400_000, 128_000, O200K, GPT_5_TILES).read(openai_page!("gpt-5.1"), NOV23),
+    openai("gpt-5.1-chat", 128_000, 16_384, O200K, GPT_5_TILES)
+        .read(openai_page!("gpt-5.1-chat-latest"), NOV23),
+    openai("gpt-5.2", 400_000, 128_000, O200K, openai_patches(120))
+        .read(openai_page!("gpt-5.2"), NOV23),
+    openai("gpt-5.2-chat", 128_000, 16_384, O200K, openai_patches(120))
+        .read(openai_page!("gpt-5.2-chat-latest"), NOV23),
+    openai("gpt-5.4", 1_050_000, 128_000, O200K, openai_patches(120))
+        .read(openai_page!("gpt-5.4"), NOV23),
+    openai("gpt-4.1", 1_047_576, 32_768, O200K, GPT_4O_TILES).read(openai_page!("gpt-4.1"), NOV22),
     openai(
         "gpt-4.1-mini",
         1_047_576,
         32_768,
         O200K,
         openai_patches(162),
-    ),
+    )
+    .read(openai_page!("gpt-4.1-mini"), NOV23),
     openai(
         "gpt-4.1-nano",
         1_047_576,
         32_768,
         O200K,
         openai_patches(246),
-    ),
-    openai("gpt-4.5", 128_000, 16_384, O200K, GPT_4O_TILES),
-    openai("gpt-4o", 128_000, 16_384, O200K, GPT_4O_TILES),
-    openai("gpt-4o-mini", 128_000, 16_384, O200K, GPT_4O_MINI_TILES),
-    openai("gpt-4o-2024-05-13", 128_000, 4_096, O200K, GPT_4O_TILES),
-    openai("chatgpt-4o", 128_000, 16_384, O200K, GPT_4O_TILES),
-    openai("o1", 200_000, 100_000, O200K, O_SERIES_TILES),
-    openai("o1-mini", 128_000, 65_536, O200K, O_SERIES_TILES),
-    openai("o1-preview", 128_000, 32_768, O200K, O_SERIES_TILES),
-    openai("o3", 200_000, 100_000, O200K, O_SERIES_TILES),
-    openai("o4-mini", 200_000, 100_000, O200K, openai_patches(172)),
-    openai("codex-mini", 200_000, 100_000, O200K, openai_patches(172)),
-    openai("gpt-oss", 131_072, 131_072, O200K, GPT_4O_TILES),
-    openai("gpt-4", 8_192, 8_192, CL100K, GPT_4O_TILES),
-    openai("gpt-4-32k", 32_768, 32_768, CL100K, GPT_4O_TILES),
-    openai("gpt-4-turbo", 128_000, 4_096, CL100K, GPT_4O_TILES),
-    openai("gpt-4-1106", 128_000, 4_096, CL100K, GPT_4O_TILES),
-    openai("gpt-4-0125", 128_000, 4_096, CL100K, GPT_4O_TILES),
-    openai("gpt-3.5-turbo", 16_385, 4_096, CL100K, GPT_4O_TILES),
-    openai("gpt-35-turbo", 16_385, 4_096, CL100K, GPT_4O_TILES),
-    openai("text-embedding-3", 8_191, 0, CL100K, GPT_4O_TILES),
-    openai("text-embedding-ada-002", 8_191, 0, CL100K, GPT_4O_TILES),
+    )
+    .read(openai_page!("gpt-4.1-nano"), NOV23),
+    openai("gpt-4.5", 128_000, 16_384, O200K, GPT_4O_TILES)
+        .read(openai_page!("gpt-4.5-preview"), NOV22),
+    openai("gpt-4o", 128_000, 16_384, O200K, GPT_4O_TILES).read(openai_page!("gpt-4o"), NOV22),
+    openai("gpt-4o-mini", 128_000, 16_384, O200K, GPT_4O_MINI_TILES)
+        .read(openai_page!("gpt-4o-mini"), NOV23),
+    openai("gpt-4o-2024-05-13", 128_000, 4_096, O200K, GPT_4O_TILES)
+        .read(openai_page!("gpt-4o"), NOV22),
+    openai("chatgpt-4o", 128_000, 16_384, O200K, GPT_4O_TILES)
+        .read(openai_page!("chatgpt-4o-latest"), NOV22),
+    openai("o1", 200_000, 100_000, O200K, O_SERIES_TILES).read(openai_page!("o1"), NOV22),
+    openai("o1-mini", 128_000, 65_536, O200K, O_SERIES_TILES).read(openai_page!("o1-mini"), NOV22),
+    openai("o1-preview", 128_000, 32_768, O200K, O_SERIES_TILES)
+        .read(openai_page!("o1-preview"), NOV22),
+    openai("o3", 200_000, 100_000, O200K, O_SERIES_TILES).read(openai_page!("o3"), NOV22),
+    openai("o4-mini", 200_000, 100_000, O200K, openai_patches(172))
+        .read(openai_page!("o4-mini"), NOV22),
+    openai("codex-mini", 200_000, 100_000, O200K, openai_patches(172))
+        .read(openai_page!("codex-mini-latest"), NOV22),
+    openai("gpt-oss", 131_072, 131_072, O200K, GPT_4O_TILES)
+        .read(openai_page!("gpt-oss-120b"), NOV22),
+    openai("gpt-4", 8_192, 8_192, CL100K, GPT_4O_TILES).read(openai_page!("gpt-4"), NOV25),
+    openai("gpt-4-32k", 32_768, 32_768, CL100K, GPT_4O_TILES).read(openai_page!("gpt-4"), NOV22),
+    openai("gpt-4-turbo", 128_000, 4_096, CL100K, GPT_4O_TILES)
+        .read(openai_page!("gpt-4-turbo"), NOV22),
+    openai("gpt-4-1106", 128_000, 4_096, CL100K, GPT_4O_TILES)
+        .read(openai_page!("gpt-4-turbo-preview"), NOV22),
+    openai("gpt-4-0125", 128_000, 4_096, CL100K, GPT_4O_TILES)
+        .read(openai_page!("gpt-4-turbo-preview"), NOV22),
+    openai("gpt-3.5-turbo", 16_385, 4_096, CL100K, GPT_4O_TILES)
+        .read(openai_page!("gpt-3.5-turbo"), NOV22),
+    openai("gpt-35-turbo", 16_385, 4_096, CL100K, GPT_4O_TILES)
+        .read(openai_page!("gpt-3.5-turbo"), NOV22),
+    openai("text-embedding-3", 8_191, 0, CL100K, GPT_4O_TILES)
+        .read(openai_page!("text-embedding-3-large"), NOV22),
+    openai("text-embedding-ada-002", 8_191, 0, CL100K, GPT_4O_TILES)
+        .read(openai_page!("text-embedding-ada-002"), NOV22),
     // Anthropic: no public tokenizer for Claude 3 and later. The 1M-token window begins with
     // Opus 4.6 and Sonnet 4.6; Sonnet 4.5, Opus 4.5 and Haiku 4.5 keep 200k.
-    claude("claude", 200_000, 4_096, CLAUDE_PATCHES),
-    claude("claude-3-5-sonnet", 200_000, 8_192, CLAUDE_PATCHES),
-    claude("claude-3-5-haiku", 200_000, 8_192, CLAUDE_PATCHES),
-    claude("claude-3-7-sonnet", 200_000, 64_000, CLAUDE_PATCHES),
-    claude("claude-sonnet-4", 200_000, 64_000, CLAUDE_PATCHES),
-    claude("claude-sonnet-4-6", M_CLAUDE, 128_000, CLAUDE_PATCHES),
-    claude("claude-opus-4", 200_000, 32_000, CLAUDE_PATCHES),
-    claude("claude-opus-4-5", 200_000, 64_000, CLAUDE_PATCHES),
-    claude("claude-opus-4-6", M_CLAUDE, 128_000, CLAUDE_PATCHES),
-    claude("claude-opus-4-7", M_CLAUDE, 128_000, CLAUDE_HIGH_RES),
-    claude("claude-opus-4-8", M_CLAUDE, 128_000, CLAUDE_HIGH_RES),
-    claude("claude-haiku-4", 200_000, 64_000, CLAUDE_PATCHES),
-    claude("claude-opus-5", M_CLAUDE, 128_000, CLAUDE_HIGH_RES),
-    claude("claude-sonnet-5", M_CLAUDE, 128_000, CLAUDE_HIGH_RES),
-    claude("claude-haiku-5", M_CLAUDE, 128_000, CLAUDE_HIGH_RES),
-    claude("claude-fable-5", M_CLAUDE, 128_000, CLAUDE_HIGH_RES),
-    claude("claude-mythos-5", M_CLAUDE, 128_000, CLAUDE_HIGH_RES),
-    // Google.
-    gemini("gemini", M, 8_192, GEMINI_CROPS),
-    gemini("gemini-pro", 32_768, 8_192, ImageRule::Flat { tokens: 258 }),
+    claude("claude", 200_000, 4_096, CLAUDE_PATCHES).read(CLAUDE_MODELS, NOV22),
+    claude("claude-3-5-sonnet", 200_000, 8_192, CLAUDE_PATCHES).read(CLAUDE_MODELS, NOV22),
+    claude("claude-3-5-haiku", 200_000, 8_192, CLAUDE_PATCHES).read(CLAUDE_MODELS, NOV22),
+    claude("claude-3-7-sonnet", 200_000, 64_000, CLAUDE_PATCHES).read(CLAUDE_MODELS, NOV22),
+    claude("claude-sonnet-4", 200_000, 64_000, CLAUDE_PATCHES)
+        .read(claude_page!("sonnet-4-5"), NOV25),
+    claude("claude-sonnet-4-6", M_CLAUDE, 128_000, CLAUDE_PATCHES)
+        .read(claude_page!("sonnet-4-6"), NOV25),
+    claude("claude-opus-4", 200_000, 32_000, CLAUDE_PATCHES).read(CLAUDE_MODELS, NOV22),
+    claude("claude-opus-4-5", 200_000, 64_000, CLAUDE_PATCHES)
+        .read(claude_page!("opus-4-5"), NOV25),
+    claude("claude-opus-4-6", M_CLAUDE, 128_000, CLAUDE_PATCHES)
+        .read(claude_page!("opus-4-6"), NOV25),
+    claude("claude-opus-4-7", M_CLAUDE, 128_000, CLAUDE_HIGH_RES)
+        .read(claude_page!("opus-4-7"), NOV23),
+    claude("claude-opus-4-8", M_CLAUDE, 128_000, CLAUDE_HIGH_RES)
+        .read(claude_page!("opus-4-8"), NOV25),
+    claude("claude-haiku-4", 200_000, 64_000, CLAUDE_PATCHES).read(CLAUDE_MODELS, NOV25),
+    claude("claude-opus-5", M_CLAUDE, 128_000, CLAUDE_HIGH_RES).read(claude_page!("opus-5"), NOV25),
+    claude("claude-sonnet-5", M_CLAUDE, 128_000, CLAUDE_HIGH_RES)
+        .read(claude_page!("sonnet-5"), NOV25),
+    claude("claude-haiku-5", M_CLAUDE, 128_000, CLAUDE_HIGH_RES)
+        .read(claude_page!("haiku-5-5"), NOV25),
+    claude("claude-fable-5", M_CLAUDE, 128_000, CLAUDE_HIGH_RES)
+        .read(claude_page!("fable-5"), NOV25),
+    // Claude Mythos 5 shares Claude Fable 5's specifications (Fable 5's page says so).
+    claude("claude-mythos-5", M_CLAUDE, 128_000, CLAUDE_HIGH_RES)
+        .read(claude_page!("fable-5"), NOV25),
+    // Google. The `gemini` family default is Gemini 2.0 Flash's limits.
+    gemini("gemini", M, 8_192, GEMINI_CROPS).read(gemini_page!("gemini-2.0-flash"), NOV25),
+    gemini("gemini-pro", 32_768, 8_192, ImageRule::Flat { tokens: 258 })
+        .read(gemini_page!("gemini-1.0-pro"), NOV23),
     gemini(
         "gemini-1.0-pro",
         32_768,
         8_192,
         ImageRule::Flat { tokens: 258 },
-    ),
-    gemini("gemini-1.5-pro", 2_097_152, 8_192, GEMINI_CROPS),
-    gemini("gemini-2.5", M, 65_536, GEMINI_CROPS),
-    gemini("gemini-3", M, 65_536, ImageRule::Flat { tokens: 1_120 }),
+    )
+    .read(gemini_page!("gemini-1.0-pro"), NOV23),
+    gemini("gemini-1.5-pro", 2_097_152, 8_192, GEMINI_CROPS)
+        .read(gemini_page!("gemini-1.5-pro"), NOV22),
+    gemini("gemini-2.5", M, 65_536, GEMINI_CROPS).read(gemini_page!("gemini-2.5-pro"), NOV22),
+    gemini("gemini-3", M, 65_536, ImageRule::Flat { tokens: 1_120 })
+        .read(gemini_page!("gemini-3-pro-preview"), NOV25),
     // Open models, counted with the public encoding closest to their own vocabulary.
-    open("llama-3", Meta, 8_192, 8_192, CL100K),
-    open("llama-3.1", Meta, 131_072, 8_192, CL100K),
-    open("llama-3.2", Meta, 131_072, 8_192, CL100K),
-    open("llama-3.3", Meta, 131_072, 8_192, CL100K),
-    open("llama-4", Meta, M, 8_192, O200K),
-    open("llama-4-scout", Meta, 10_485_760, 8_192, O200K),
-    open("qwen", Alibaba, 32_768, 8_192, CL100K),
-    open("qwen-plus", Alibaba, 131_072, 8_192, CL100K),
-    open("qwen-turbo", Alibaba, 1_000_000, 8_192, CL100K),
-    open("qwen-long", Alibaba, 10_000_000, 8_192, CL100K),
-    open("qwen2", Alibaba, 131_072, 8_192, CL100K),
-    open("qwen2.5", Alibaba, 131_072, 8_192, CL100K),
-    open("qwen3", Alibaba, 131_072, 32_768, CL100K),
-    open("qwq", Alibaba, 131_072, 32_768, CL100K),
-    open("mistral", Mistral, 32_768, 8_192, O200K),
-    open("mistral-large", Mistral, 131_072, 8_192, O200K),
-    open("mistral-medium", Mistral, 131_072, 8_192, O200K),
-    open("mistral-small", Mistral, 131_072, 8_192, O200K),
-    open("mistral-nemo", Mistral, 131_072, 8_192, O200K),
-    open("ministral", Mistral, 131_072, 8_192, O200K),
-    open("mixtral-8x7b", Mistral, 32_768, 8_192, O200K),
-    open("mixtral-8x22b", Mistral, 65_536, 8_192, O200K),
-    open("pixtral", Mistral, 131_072, 8_192, O200K),
-    open("magistral", Mistral, 131_072, 40_000, O200K),
-    open("devstral", Mistral, 131_072, 8_192, O200K),
-    open("codestral", Mistral, 262_144, 8_192, O200K),
-    open("deepseek", DeepSeek, 131_072, 8_192, CL100K),
-    open("deepseek-reasoner", DeepSeek, 131_072, 65_536, CL100K),
+    open("llama-3", Meta, 8_192, 8_192, CL100K).read(llama_page!("meta-llama-3"), NOV22),
+    open("llama-3.1", Meta, 131_072, 8_192, CL100K).read(llama_page!("llama3_1"), NOV22),
+    open("llama-3.2", Meta, 131_072, 8_192, CL100K).read(llama_page!("llama3_2"), NOV22),
+    open("llama-3.3", Meta, 131_072, 8_192, CL100K).read(llama_page!("llama3_3"), NOV22),
+    open("llama-4", Meta, M, 8_192, O200K).read(llama_page!("llama4"), NOV22),
+    open("llama-4-scout", Meta, 10_485_760, 8_192, O200K).read(llama_page!("llama4"), NOV22),
+    open("qwen", Alibaba, 32_768, 8_192, CL100K).read(QWEN_MODELS, NOV22),
+    open("qwen-plus", Alibaba, 131_072, 8_192, CL100K).read(QWEN_MODELS, NOV23),
+    open("qwen-turbo", Alibaba, 1_000_000, 8_192, CL100K).read(QWEN_MODELS, NOV23),
+    open("qwen-long", Alibaba, 10_000_000, 8_192, CL100K).read(QWEN_MODELS, NOV23),
+    open("qwen2", Alibaba, 131_072, 8_192, CL100K).read(QWEN_MODELS, NOV23),
+    open("qwen2.5", Alibaba, 131_072, 8_192, CL100K).read(QWEN_MODELS, NOV22),
+    open("qwen3", Alibaba, 131_072, 32_768, CL100K).read(QWEN_MODELS, NOV22),
+    open("qwq", Alibaba, 131_072, 32_768, CL100K).read(QWEN_MODELS, NOV23),
+    open("mistral", Mistral, 32_768, 8_192, O200K).read(MISTRAL_MODELS, NOV22),
+    open("mistral-large", Mistral, 131_072, 8_192, O200K).read(MISTRAL_MODELS, NOV22),
+    open("mistral-medium", Mistral, 131_072, 8_192, O200K).read(MISTRAL_MODELS, NOV22),
+    open("mistral-small", Mistral, 131_072, 8_192, O200K).read(MISTRAL_MODELS, NOV22),
+    open("mistral-nemo", Mistral, 131_072, 8_192, O200K).read(MISTRAL_MODELS, NOV23),
+    open("ministral", Mistral, 131_072, 8_192, O200K).read(MISTRAL_MODELS, NOV23),
+    open("mixtral-8x7b", Mistral, 32_768, 8_192, O200K).read(MISTRAL_MODELS, NOV23),
+    open("mixtral-8x22b", Mistral, 65_536, 8_192, O200K).read(MISTRAL_MODELS, NOV23),
+    open("pixtral", Mistral, 131_072, 8_192, O200K).read(MISTRAL_MODELS, NOV23),
+    open("magistral", Mistral, 131_072, 40_000, O200K).read(MISTRAL_MODELS, NOV23),
+    open("devstral", Mistral, 131_072, 8_192, O200K).read(MISTRAL_MODELS, NOV23),
+    open("codestral", Mistral, 262_144, 8_192, O200K).read(MISTRAL_MODELS, NOV22),
+    open("deepseek", DeepSeek, 131_072, 8_192, CL100K).read(DEEPSEEK_MODELS, NOV22),
+    open("deepseek-reasoner", DeepSeek, 131_072, 65_536, CL100K).read(DEEPSEEK_MODELS, NOV22),
 ];
 
 /// Claude's long window: one million tokens.
@@ -458,6 +592,8 @@ fn info(entry: &Entry) -> ModelInfo {
         framing: Framing::CHAT,
         images: entry.images,
         known: true,
+        source: Some(Cow::Borrowed(entry.source)),
+        checked: Some(Cow::Borrowed(entry.checked)),
     }
 }
 
@@ -558,6 +694,57 @@ pub fn model_info(model: &str) -> ModelInfo {
         framing: Framing::CHAT,
         images: GPT_4O_TILES,
         known: false,
+        source: None,
+        checked: None,
+    })
+}
+
+/// A caller's own figures for a model's limits; each one set wins over the registry's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// The context window in tokens, input and output together.
+    pub context_window: Option<u32>,
+    /// The most tokens one reply may have.
+    pub max_output: Option<u32>,
+}
+
+/// The window a conversation is kept within, and the room its reply may take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    /// The context window in tokens, input and output together.
+    pub context_window: u32,
+    /// The most tokens one reply may have, at most the window; `None` when neither the caller
+    /// nor the registry knows it.
+    pub max_output: Option<u32>,
+}
+
+/// The window to manage `model`'s conversation in: the caller's `limits` win over the
+/// registry's figures, field by field. `None` when there is no window to go by: the model is
+/// unknown (or not named) and the caller gave none, or gave 0. An unknown model's
+/// conservative default in [`model_info`] is for counting, never for deciding what to cut.
+///
+/// ```
+/// use context_keeper::model::{resolve_window, Limits, Window};
+/// let gpt = resolve_window(Some("gpt-4o"), Limits::default());
+/// assert_eq!(gpt, Some(Window { context_window: 128_000, max_output: Some(16_384) }));
+/// let mine = Limits { context_window: Some(32_000), max_output: None };
+/// assert_eq!(resolve_window(Some("gpt-4o"), mine).map(|w| w.context_window), Some(32_000));
+/// assert_eq!(resolve_window(Some("my-llm"), Limits::default()), None);
+/// assert_eq!(
+///     resolve_window(Some("my-llm"), mine),
+///     Some(Window { context_window: 32_000, max_output: None })
+/// );
+/// ```
+pub fn resolve_window(model: Option<&str>, limits: Limits) -> Option<Window> {
+    let entry = model.and_then(lookup);
+    let context_window = limits
+        .context_window
+        .or(entry.map(|e| e.context_window))
+        .filter(|&w| w > 0)?;
+    let max_output = limits.max_output.or(entry.map(|e| e.max_output));
+    Some(Window {
+        context_window,
+        max_output: max_output.map(|m| m.min(context_window)),
     })
 }
 
@@ -733,6 +920,158 @@ mod tests {
             assert!(found.max_output <= found.context_window, "{}", entry.name);
             assert_eq!(normalize(entry.name), entry.name, "entries are normalized");
         }
+    }
+
+    /// The domains a provider publishes its model pages on.
+    fn provider_domains(provider: Provider) -> &'static [&'static str] {
+        match provider {
+            Provider::OpenAi => &["openai.com"],
+            Provider::Anthropic => &["claude.com", "anthropic.com"],
+            Provider::Google => &["ai.google.dev"],
+            Provider::Meta => &["llama.com"],
+            Provider::Alibaba => &["alibabacloud.com"],
+            Provider::Mistral => &["mistral.ai"],
+            Provider::DeepSeek => &["deepseek.com"],
+            Provider::Unknown => &[],
+        }
+    }
+
+    /// Days since 1970-01-01 of a valid `YYYY-MM-DD` date (Howard Hinnant's days_from_civil).
+    fn days_from_civil(date: &str) -> Option<i64> {
+        let mut parts = date.split('-');
+        let (y, m, d) = (parts.next()?, parts.next()?, parts.next()?);
+        if parts.next().is_some() || (y.len(), m.len(), d.len()) != (4, 2, 2) {
+            return None;
+        }
+        let (y, m, d): (i64, i64, i64) = (y.parse().ok()?, m.parse().ok()?, d.parse().ok()?);
+        let leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+        let month_days = [
+            31,
+            if leap { 29 } else { 28 },
+            31,
+            30,
+            31,
+            30,
+            31,
+            31,
+            30,
+            31,
+            30,
+            31,
+        ];
+        if !(1..=12).contains(&m) || d < 1 || d > month_days[(m - 1) as usize] {
+            return None;
+        }
+        let y = if m <= 2 { y - 1 } else { y };
+        let era = y.div_euclid(400);
+        let yoe = y - era * 400;
+        let doy = (153 * (m + if m > 2 { -3 } else { 9 }) + 2) / 5 + d - 1;
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+        Some(era * 146_097 + doe - 719_468)
+    }
+
+    #[test]
+    fn every_entry_names_its_providers_page_and_the_day_it_was_read() {
+        let today = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64
+            / 86_400;
+        assert_eq!(days_from_civil("1970-01-01"), Some(0));
+        assert_eq!(days_from_civil("2026-11-25"), Some(20_782));
+        assert_eq!(days_from_civil("2026-02-29"), None);
+        assert_eq!(days_from_civil("2026-1-05"), None);
+        for entry in MODELS {
+            let host = entry
+                .source
+                .strip_prefix("https://")
+                .and_then(|rest| rest.split('/').next())
+                .unwrap_or_else(|| panic!("{}: not an https URL: {}", entry.name, entry.source));
+            let domains = provider_domains(entry.provider);
+            assert!(
+                domains
+                    .iter()
+                    .any(|d| host == *d || host.ends_with(&format!(".{d}"))),
+                "{}: {host} is not a domain of {:?}",
+                entry.name,
+                entry.provider
+            );
+            assert!(
+                !entry.source.contains(char::is_whitespace),
+                "{}",
+                entry.name
+            );
+            let day = days_from_civil(entry.checked)
+                .unwrap_or_else(|| panic!("{}: bad date {}", entry.name, entry.checked));
+            // The registry's first figures were read in November 2026.
+            assert!(
+                (days_from_civil("2026-11-01").unwrap()..=today).contains(&day),
+                "{}: checked {} is before the registry or in the future",
+                entry.name,
+                entry.checked
+            );
+            let info = model_info(entry.name);
+            assert_eq!(info.source.as_deref(), Some(entry.source));
+            assert_eq!(info.checked.as_deref(), Some(entry.checked));
+        }
+        let unknown = model_info("my-finetune");
+        assert_eq!((unknown.source, unknown.checked), (None, None));
+    }
+
+    #[test]
+    fn the_callers_window_wins_and_an_unknown_model_has_none() {
+        let none = Limits::default();
+        assert_eq!(
+            resolve_window(Some("claude-opus-4-6"), none),
+            Some(Window {
+                context_window: 1_000_000,
+                max_output: Some(128_000)
+            })
+        );
+        // Each field on its own: the caller's window with the registry's output limit.
+        let window_only = Limits {
+            context_window: Some(32_000),
+            max_output: None,
+        };
+        assert_eq!(
+            resolve_window(Some("gpt-4o"), window_only),
+            Some(Window {
+                context_window: 32_000,
+                max_output: Some(16_384)
+            })
+        );
+        let output_only = Limits {
+            context_window: None,
+            max_output: Some(1_000),
+        };
+        assert_eq!(
+            resolve_window(Some("openai/gpt-4o-2024-08-06"), output_only),
+            Some(Window {
+                context_window: 128_000,
+                max_output: Some(1_000)
+            })
+        );
+        // A reply never gets more room than the window.
+        assert_eq!(
+            resolve_window(Some("gpt-5"), window_only).and_then(|w| w.max_output),
+            Some(32_000)
+        );
+        // No window to go by: management is off, whatever the conservative counting default.
+        assert_eq!(resolve_window(Some("my-finetune"), none), None);
+        assert_eq!(resolve_window(Some("my-finetune"), output_only), None);
+        assert_eq!(resolve_window(None, none), None);
+        let zero = Limits {
+            context_window: Some(0),
+            max_output: None,
+        };
+        assert_eq!(resolve_window(Some("gpt-4o"), zero), None);
+        assert_eq!(
+            resolve_window(None, window_only),
+            Some(Window {
+                context_window: 32_000,
+                max_output: None
+            })
+        );
     }
 
     #[test]

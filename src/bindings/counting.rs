@@ -67,6 +67,13 @@ export interface ModelInfo {
   images: ImageRule;
   /** False when nothing matched and these are conservative defaults. */
   known: boolean;
+  /**
+   * The provider's page stating `contextWindow` and `maxOutput`; null for an unknown model,
+   * or when the caller's entry sets either figure (they are then the caller's).
+   */
+  source: string | null;
+  /** The day (`YYYY-MM-DD`) the figures were last read off `source`; null with it. */
+  checked: string | null;
 }
 
 /** A caller's registry entry: every field optional, merged over the built-in entry. */
@@ -201,6 +208,7 @@ export interface Calibration {
  * modelInfo("gpt-4o-mini-2024-07-18").contextWindow;    // 128000
  * modelInfo("us.anthropic.claude-3-7-sonnet-20250219-v1:0").name; // "claude-3-7-sonnet"
  * modelInfo("claude-sonnet-4-5").exact;                  // false: no public tokenizer
+ * modelInfo("gpt-4").source;  // "https://developers.openai.com/api/docs/models/gpt-4"
  * modelInfo("my-llm", { models: { "my-llm": { contextWindow: 32000 } } }).known; // true
  * ```
  */

@@ -36,6 +36,7 @@ use crate::messages::{
     pair_tools, parse_messages_value, CompactionMarker, Conversation, Format, Message,
     MessagesOptions, PartKind, Role,
 };
+use crate::model::{resolve_window, Limits};
 
 /// Assistant turns kept verbatim by default.
 pub const DEFAULT_KEEP_RECENT_TURNS: usize = 5;
@@ -45,7 +46,8 @@ pub const DEFAULT_TARGET_TOKENS: u64 = 2_000;
 pub const DEFAULT_TRANSCRIPT_TOKENS: u64 = 60_000;
 /// Exact details pinned to a summary at most.
 pub const DEFAULT_MAX_PINNED: usize = 40;
-/// The context window assumed when neither the options nor the registry give one.
+/// The context window assumed when neither the options nor the registry give one (the
+/// model is unknown and `contextWindow` is absent or 0): [`resolve_window`] finds none.
 const FALLBACK_WINDOW: u64 = 128_000;
 
 /// The summarizer's default prompt; `{targetTokens}` is replaced by the target.
@@ -123,12 +125,14 @@ impl Default for CompactCoreOptions {
 
 impl CompactCoreOptions {
     fn window(&self) -> u64 {
-        self.context_window
-            .or_else(|| {
-                let info = crate::model::model_info(self.model.as_deref()?);
-                info.known.then_some(u64::from(info.context_window))
-            })
-            .unwrap_or(FALLBACK_WINDOW)
+        let limits = Limits {
+            context_window: self
+                .context_window
+                .map(|w| u32::try_from(w).unwrap_or(u32::MAX)),
+            max_output: None,
+        };
+        resolve_window(self.model.as_deref(), limits)
+            .map_or(FALLBACK_WINDOW, |w| u64::from(w.context_window))
     }
 
     fn count_options(&self, format: Format) -> CountMessagesOptions {

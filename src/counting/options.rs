@@ -72,7 +72,8 @@ impl ModelOverrides {
 /// boundary), and applies when it is at least as specific as the built-in match: an entry for
 /// `gpt-4` changes `gpt-4-0613` but not `gpt-4-turbo`, which has its own built-in entry. A
 /// model known only from the caller's entries is `known: true`, and `exact` only if the entry
-/// says so.
+/// says so. An entry that sets `contextWindow` or `maxOutput` clears `source` and `checked`:
+/// the figures are then the caller's, not the page's.
 ///
 /// ```
 /// use context_keeper::counting::{model_info_with, ModelOverride, ModelOverrides};
@@ -102,6 +103,11 @@ pub fn model_info_with(model: &str, overrides: &ModelOverrides) -> ModelInfo {
     if let Some(provider) = entry.provider {
         info.provider = provider;
         info.images = image_rule(provider);
+    }
+    if entry.context_window.is_some() || entry.max_output.is_some() {
+        // NOTE: the registry's page no longer states the figures given.
+        info.source = None;
+        info.checked = None;
     }
     info.context_window = entry.context_window.unwrap_or(info.context_window);
     info.max_output = entry.max_output.unwrap_or(info.max_output);

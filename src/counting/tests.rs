@@ -407,6 +407,24 @@ fn overrides_merge_over_the_registry() {
     assert_eq!(model_info_with("gpt-4-turbo", &models).max_output, 4_096);
     assert_eq!(model_info_with("gpt-4-0613", &models).max_output, 1);
     assert!(!model_info_with("other", &models).known);
+    // The page's figures no longer hold where the caller's entry sets a limit; an entry that
+    // changes only the counting keeps them.
+    let limited = model_info_with("gpt-4o", &models);
+    assert_eq!((limited.source, limited.checked), (None, None));
+    assert!(model_info_with("gpt-4-turbo", &models).source.is_some());
+    assert_eq!(model_info_with("ACME/my-llm-7b", &models).source, None);
+    let mut counting_only = ModelOverrides::default();
+    counting_only.insert(
+        "gpt-4o",
+        ModelOverride {
+            per_message: Some(4),
+            ..ModelOverride::default()
+        },
+    );
+    assert_eq!(
+        model_info_with("gpt-4o", &counting_only).source,
+        model_info("gpt-4o").source
+    );
 
     let options = CountMessagesOptions::from_value(&json!({
         "model": "my-llm", "models": {"my-llm": {"contextWindow": 1000, "framing": {"perMessage": 10}}}

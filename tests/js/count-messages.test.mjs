@@ -276,6 +276,36 @@ test("modelInfo: exact, prefix, unknown, and the caller's entries", () => {
   });
 });
 
+test("modelInfo: each known model names its provider's page and the day it was read", () => {
+  const gpt = modelInfo("gpt-4-0613");
+  assert.equal(gpt.source, "https://developers.openai.com/api/docs/models/gpt-4");
+  assert.match(gpt.checked, /^\d{4}-\d{2}-\d{2}$/);
+  const hosts = {
+    "gpt-4o": "developers.openai.com",
+    "claude-opus-4-6": "platform.claude.com",
+    "us.anthropic.claude-sonnet-4-5-20250929-v1:0": "platform.claude.com",
+    "gemini-2.5-pro": "ai.google.dev",
+    "llama3.1": "www.llama.com",
+    "mistral-large-latest": "docs.mistral.ai",
+  };
+  for (const [name, host] of Object.entries(hosts)) {
+    const { source, checked } = modelInfo(name);
+    assert.equal(new URL(source).protocol, "https:", name);
+    assert.equal(new URL(source).host, host, name);
+    assert.ok(!Number.isNaN(Date.parse(checked)) && Date.parse(checked) <= Date.now(), `${name}: ${checked}`);
+  }
+  // Unknown: null, not the conservative default's made-up provenance.
+  const unknown = modelInfo("my-finetune");
+  assert.equal(unknown.source, null);
+  assert.equal(unknown.checked, null);
+  // The caller's window or output limit is not the page's: the provenance goes with it.
+  const mine = modelInfo("gpt-4o", { models: { "gpt-4o": { contextWindow: 1000 } } });
+  assert.deepEqual([mine.source, mine.checked], [null, null]);
+  const framed = modelInfo("gpt-4o", { models: { "gpt-4o": { framing: { perMessage: 4 } } } });
+  assert.equal(framed.source, modelInfo("gpt-4o").source);
+  assert.equal(countMessages([{ role: "user", content: "hi" }], { model: "gpt-4o" }).model.source, modelInfo("gpt-4o").source);
+});
+
 test("errors: a ContextKeeperError naming the message and field, of kind \"encoding\" for unknown encodings", () => {
   assert.throws(() => countMessages([{ role: "user", content: "ok" }, { role: "user", content: 5 }]), {
     name: "ContextKeeperError",

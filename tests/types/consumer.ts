@@ -65,6 +65,8 @@ const userTokens: number | undefined = counted.byRole.user;
 const fits: number | false = isWithinLimit({ messages: history }, 1_000);
 const info: ModelInfo = modelInfo("gpt-4o", { models });
 const contextWindow: number = info.contextWindow;
+const source: string | null = info.source;
+const checked: string | null = info.checked;
 const calibration: Calibration = calibrate({ model: "claude-sonnet-4-5", inputTokens: 120, messages: history });
 clearCountCache();
 clearCalibration();
@@ -77,4 +79,6 @@ modelInfo("x", { models: { x: { encoding: "p50k_base" } } });
 countMessages(history, { toolChoice: "sometimes" });
 // @ts-expect-error: calibrate needs the reported input tokens
 calibrate({ model: "claude-sonnet-4-5" });
-void [counted, images, userTokens, fits, contextWindow, calibration];
+// @ts-expect-error: an unknown model has no source, so it may be null
+const sourceUrl: string = info.source;
+void [counted, images, userTokens, fits, contextWindow, source, checked, sourceUrl, calibration];
