@@ -340,11 +340,11 @@ export function bindContext(core) {
         onProgress?.({ phase, sessionId });
       } catch {}
     };
-    const stateKey = Array.from(ready().__ckKey("state", sessionId, undefined));
+    const stateKey = Array.from(core.__ckKey("state", sessionId, undefined));
     const loaded = await attempt(() => store.load(stateKey), storeTimeoutMs);
     if (!loaded.ok) throw storeError("load", loaded, stateKey);
     const stateBytes = loaded.value instanceof Uint8Array ? loaded.value : undefined;
-    const plan = ready().__ckPlanCompact(messages, rest, stateBytes);
+    const plan = core.__ckPlanCompact(messages, rest, stateBytes);
     let done;
     try {
       let flushed;
@@ -404,7 +404,7 @@ export function bindContext(core) {
       if (!(loaded.value instanceof Uint8Array)) {
         throw new ContextKeeperError(`no archive is stored under ${id}`, { kind: "notFound", path: "marker.key" });
       }
-      const record = ready().__ckReadArchive(id, loaded.value);
+      const record = core.__ckReadArchive(id, loaded.value);
       records.push(record);
       key = record.previous ?? undefined;
     }
@@ -414,7 +414,7 @@ export function bindContext(core) {
   }
 
   function activeMessages(messages, options) {
-    return ready().__ckActive(messages, checkObject(options, "options"));
+    return core.__ckActive(messages, checkObject(options, "options"));
   }
 
   return {
