@@ -742,9 +742,9 @@ fn cut_message(
         return false;
     }
     let room = budget.saturating_sub(cost.saturating_sub(text_total));
+    let shares = fair_shares(&texts.iter().map(|(_, t)| *t).collect::<Vec<_>>(), room);
     let mut cut = false;
-    for (i, tokens) in texts {
-        let share = share_of(tokens, room, text_total);
+    for ((i, tokens), share) in texts.into_iter().zip(shares) {
         if tokens <= share {
             continue;
         }
@@ -757,12 +757,24 @@ fn cut_message(
     cut
 }
 
-/// `part`'s share of `budget`, in proportion to `whole`.
-fn share_of(part: u64, budget: u64, whole: u64) -> u64 {
-    if whole == 0 {
-        return 0;
+/// Max-min fair shares of `budget` for parts that count `costs`: a part under its fair share
+/// keeps all it has, the others split what is left evenly. So a short part is never cut
+/// because a long one is over.
+fn fair_shares(costs: &[u64], budget: u64) -> Vec<u64> {
+    let mut order: Vec<usize> = (0..costs.len()).collect();
+    order.sort_by_key(|&i| (costs.get(i).copied().unwrap_or(0), i));
+    let mut shares = vec![0; costs.len()];
+    let mut left = budget;
+    for (k, &i) in order.iter().enumerate() {
+        let cost = costs.get(i).copied().unwrap_or(0);
+        let fair = left / (costs.len() - k) as u64;
+        let share = cost.min(fair);
+        if let Some(slot) = shares.get_mut(i) {
+            *slot = share;
+        }
+        left -= share;
     }
-    u64::try_from(u128::from(part) * u128::from(budget) / u128::from(whole)).unwrap_or(u64::MAX)
+    shares
 }
 
 /// `text` within `max` tokens: as it is, or cut at the last line or sentence end that fits,
@@ -992,19 +1004,18 @@ pub fn plan(
         let section: u64 = first.system + (0..systems).map(|i| cost(&first, i)).sum::<u64>();
         if section > budget {
             let what = "these instructions";
+            // the request's own `system` first, then the system messages
+            let costs: Vec<u64> = std::iter::once(first.system)
+                .chain((0..systems).map(|i| cost(&first, i)))
+                .collect();
+            let shares = fair_shares(&costs, budget);
+            let share = |k: usize| shares.get(k).copied().unwrap_or(0);
             if let Some(system) = template.system.as_mut() {
-                let share = share_of(first.system, budget, section);
-                instructions_cut |= cut_message(system, first.system, share, &measure, what);
+                instructions_cut |= cut_message(system, first.system, share(0), &measure, what);
             }
             for (i, piece) in head.iter_mut().enumerate().take(systems) {
                 let c = cost(&first, i);
-                if cut_message(
-                    &mut piece.message,
-                    c,
-                    share_of(c, budget, section),
-                    &measure,
-                    what,
-                ) {
+                if cut_message(&mut piece.message, c, share(i + 1), &measure, what) {
                     piece.whole = false;
                     instructions_cut = true;
                 }

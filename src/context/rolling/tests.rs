@@ -693,3 +693,11 @@ fn options_out_of_range_and_budgets_are_read() {
         RollingState::default()
     );
 }
+
+#[test]
+fn fair_shares_leave_short_parts_whole() {
+    assert_eq!(fair_shares(&[5, 3_000], 400), [5, 395]);
+    assert_eq!(fair_shares(&[300, 300], 400), [200, 200]);
+    assert_eq!(fair_shares(&[], 400), Vec::<u64>::new());
+    assert_eq!(fair_shares(&[10, 20], 1_000), [10, 20]);
+}
