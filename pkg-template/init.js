@@ -8,7 +8,7 @@ import { bindContext } from "./context/index.js";
 
 export * from "./web/context_keeper.js";
 export { ContextKeeperError } from "./errors.js";
-export const { pruneMessages, evictToolInputs, offloadToolResult, offloadMessages, readOffloaded, listOffloaded, grepOffloaded, recoveryTools, runRecoveryTool, compact, readArchive, activeMessages, ContextKeeper } = bindContext(core);
+export const { pruneMessages, evictToolInputs, offloadToolResult, offloadMessages, readOffloaded, listOffloaded, grepOffloaded, recoveryTools, runRecoveryTool, compact, rollingWindow, readArchive, activeMessages, ContextKeeper } = bindContext(core);
 
 /** Instantiates the wasm (see the web build's `init`). */
 export default async function init(source) {

@@ -11,4 +11,4 @@ registerErrorClass(core);
 
 export * from "./web/context_keeper.js";
 export { ContextKeeperError } from "./errors.js";
-export const { pruneMessages, evictToolInputs, offloadToolResult, offloadMessages, readOffloaded, listOffloaded, grepOffloaded, recoveryTools, runRecoveryTool, compact, readArchive, activeMessages, ContextKeeper } = bindContext(core); // context
+export const { pruneMessages, evictToolInputs, offloadToolResult, offloadMessages, readOffloaded, listOffloaded, grepOffloaded, recoveryTools, runRecoveryTool, compact, rollingWindow, readArchive, activeMessages, ContextKeeper } = bindContext(core); // context

@@ -35,7 +35,7 @@ const ENTRY_MODULES = ["browser.js", "workerd.js", "index.d.ts"];
 /** The context layer's functions, as every entry with the layer exports them. */
 const CONTEXT_EXPORTS = [
   "pruneMessages", "evictToolInputs", "offloadToolResult", "offloadMessages",
-  "readOffloaded", "listOffloaded", "grepOffloaded", "recoveryTools", "runRecoveryTool", "compact", "readArchive", "activeMessages", "ContextKeeper",
+  "readOffloaded", "listOffloaded", "grepOffloaded", "recoveryTools", "runRecoveryTool", "compact", "rollingWindow", "readArchive", "activeMessages", "ContextKeeper",
 ];
 
 function run(cmd, args, options = {}) {

@@ -10,7 +10,10 @@
 //! - compaction never breaks pairing, keeps the head and the recent turns byte-identical,
 //!   writes a marker that reads back in every format, archives exactly the replaced messages,
 //!   changes nothing on any failure, and stacked compactions re-applied to the full history
-//!   give the same output byte for byte.
+//!   give the same output byte for byte;
+//! - the rolling window keeps the recent iterations byte-identical, never breaks pairing, holds
+//!   the recent section to its budget whenever more than the latest iteration is kept, is
+//!   deterministic, and re-applied from its state to the full history gives the same output.
 #![cfg(not(target_arch = "wasm32"))]
 
 use context_keeper::context::compact::{
@@ -20,6 +23,9 @@ use context_keeper::context::evict::{evict, EvictOptions};
 use context_keeper::context::offload::{plan_messages, OffloadOptions};
 use context_keeper::context::prune::{prune, PruneOptions};
 use context_keeper::context::recovery::decode;
+use context_keeper::context::rolling::{
+    self, Budget, RollingOptions, RollingOutcome, RollingState, SectionBudget,
+};
 use context_keeper::context::state::SessionState;
 use context_keeper::context::{Original, Outcome};
 use context_keeper::counting::Counter;
@@ -416,6 +422,69 @@ proptest! {
             // the full history again: the same output, byte for byte, with no summary
             let again = compact_once(before.clone(), &options, out.state.clone().unwrap(), &[], SummaryOutcome::NotCalled);
             prop_assert_eq!(again.report.outcome, CompactOutcome::Reapplied);
+            prop_assert_eq!(again.conversation.to_json_string(), after.to_json_string());
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn rolling_window_keeps_recent_iterations_and_its_budget(
+        steps in steps(),
+        keep in 1..4usize,
+        every in 1..5usize,
+        recent in proptest::option::of(100..20_000u64),
+        fail in 0..3usize,
+    ) {
+        for format in Format::ALL {
+            let input = render(format, &steps);
+            let before = read(format, &input);
+            let options = RollingOptions {
+                session_id: "p".into(),
+                keep_iterations: keep,
+                resummarize_every: every,
+                budget: recent.map(|r| Budget::Sections(SectionBudget { recent: Some(r), ..SectionBudget::default() })),
+                now: Some("t".into()),
+                ..RollingOptions::default()
+            };
+            let run = |state: RollingState| {
+                let plan = rolling::plan(before.clone(), &options, state, &mut Counter::new()).unwrap();
+                let saves = plan.saves().len();
+                let summary = match fail {
+                    0 => SummaryOutcome::Failed("down".into()),
+                    _ => SummaryOutcome::Text("s".into()),
+                };
+                plan.finish(&vec![Outcome::Saved; saves], summary)
+            };
+            let out = run(RollingState::default());
+            let after = &out.conversation;
+            // deterministic
+            prop_assert_eq!(run(RollingState::default()).conversation.to_json_string(), after.to_json_string());
+            if out.report.outcome != RollingOutcome::Folded {
+                prop_assert_eq!(after.to_value(), before.to_value(), "{} changed on {:?}", format, out.report.outcome);
+                continue;
+            }
+            prop_assert!(problems(after).len() <= problems(&before).len(), "{} pairing: {:?}", format, problems(after));
+            // the recent iterations: the input's last messages, byte for byte, after the marker
+            let marker_at = after.messages().iter().rposition(|m| marker_of(m).is_some()).unwrap();
+            let tail = &after.messages()[marker_at + 1..];
+            let n = before.messages().len();
+            prop_assert!(!tail.is_empty());
+            for (k, m) in tail.iter().enumerate() {
+                prop_assert_eq!(m, &before.messages()[n - tail.len() + k]);
+                prop_assert_eq!(out.origin[marker_at + 1 + k], Some(n - tail.len() + k));
+            }
+            // the recent budget holds whenever more than the latest iteration stays
+            if let Some(r) = recent {
+                let section = out.report.sections.recent;
+                prop_assert!(section.tokens <= r || out.report.raw_iterations == 1, "{} recent {} > {} with {} raw", format, section.tokens, r, out.report.raw_iterations);
+            }
+            prop_assert!(out.report.raw_iterations >= 1);
+            // the full history again, with the stored state: the same output, no new fold
+            let again = run(out.state.clone().unwrap());
+            prop_assert_eq!(again.report.outcome, RollingOutcome::Unchanged);
             prop_assert_eq!(again.conversation.to_json_string(), after.to_json_string());
         }
     }

@@ -22,6 +22,8 @@ import type {
   PrepareReport,
   KeeperStats,
   ProviderUsage,
+  RollingCoreOptions,
+  RollingReport,
 } from "../node/context_keeper.js";
 import type { Store } from "../stores/index.js";
 
@@ -212,6 +214,50 @@ export interface Compacted<M> {
  * ```
  */
 export function compact<M extends Messages>(messages: M, options: CompactOptions<M>): Promise<Compacted<M>>;
+
+export interface RollingOptions extends Omit<RollingCoreOptions, "now">, FormatOption {
+  store: Store;
+  /** The host's LLM call, made only at a fold. Absent: the built-in heuristic summary
+   *  (marked as such), so the window works offline. */
+  summarize?: Summarize;
+  /** The new marker's time (default: now). A fixed value makes the output reproducible. */
+  now?: string | Date | number;
+  /** How long the summarizer may take. Default 120,000 ms. */
+  timeoutMs?: number;
+  /** How long each store call may take. Default 10,000 ms. */
+  storeTimeoutMs?: number;
+}
+
+export interface Rolled<M> {
+  /** The instructions, the goal, the summary marker and the raw iterations; every message
+   *  left whole is the caller's own object. */
+  messages: M;
+  /** The summary marker the messages hold, or null before the first fold. */
+  marker: MarkerInfo | null;
+  report: RollingReport & {
+    /** The rolling state could not be stored: a host that sends its full history again gets
+     *  the iterations raw until the next interval. */
+    stateFailure?: string;
+  };
+}
+
+/**
+ * The rolling window for agent loops: the last `keepIterations` iterations (assistant turns
+ * with their tool results, default 5) stay raw; older ones fold into one summary of at most
+ * `maxSummaryTokens` (2,000) every `resummarizeEvery` iterations (10), so the prompt's prefix
+ * is stable between folds. `budget` holds each section (instructions, goal, summary, recent)
+ * to its own limit, or shares a total. A failed summary keeps the iterations raw and is
+ * retried at the next interval. State is kept in the store, so a stateless Worker works.
+ *
+ * ```js
+ * const { messages, report } = await rollingWindow(history, {
+ *   store, sessionId, budget: 60_000,
+ *   summarize: async ({ prompt, transcript }) =>
+ *     (await generateText({ model: cheapModel, system: prompt, prompt: transcript })).text,
+ * });
+ * ```
+ */
+export function rollingWindow<M extends Messages>(messages: M, options: RollingOptions): Promise<Rolled<M>>;
 
 /** The messages a marker replaced, read back from its archives (all compactions it folded). */
 export function readArchive(marker: MarkerInfo | string[], options: StoreOptions): Promise<{ messages: unknown[]; format: MessageFormat; number: number; archives: number }>;

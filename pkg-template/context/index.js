@@ -384,6 +384,56 @@ export function bindContext(core) {
     return { messages: done.messages, marker: done.marker, report: done.report };
   }
 
+  const ROLLING_OWN = ["store", "timeoutMs", "storeTimeoutMs", "summarize", "now"];
+
+  /**
+   * The rolling window for agent loops: the last iterations raw, older ones folded into one
+   * bounded summary every `resummarizeEvery` iterations, each section of the prompt within its
+   * budget. Every effect is awaited here, in order: the rolling state's load, the archive
+   * saves and the summary (only when a fold is due), the state's save. The core decides the
+   * rest, synchronously, between them.
+   */
+  async function rollingWindow(messages, options) {
+    options = checkObject(options, "options");
+    const store = checkStore(options.store);
+    const sessionId = checkSession(options.sessionId);
+    const timeoutMs = checkTimeout(options.timeoutMs ?? CALLBACK_TIMEOUT_MS);
+    const storeTimeoutMs = checkTimeout(options.storeTimeoutMs, "options.storeTimeoutMs");
+    const summarize = checkFunction(options.summarize, "options.summarize");
+    const rest = { ...coreOptions(options, ROLLING_OWN), now: timeOf(options.now) };
+    const stateKey = Array.from(core.__ckKey("rolling", sessionId, undefined));
+    const loaded = await attempt(() => store.load(stateKey), storeTimeoutMs);
+    if (!loaded.ok) throw storeError("load", loaded, stateKey);
+    const stateBytes = loaded.value instanceof Uint8Array ? loaded.value : undefined;
+    const plan = core.__ckPlanRolling(messages, rest, stateBytes);
+    let done;
+    try {
+      const request = plan.summaryRequest();
+      if (request === undefined) {
+        done = plan.finish([], undefined);
+      } else {
+        const outcomes = await performSaves(store, plan.saves(), storeTimeoutMs);
+        if (outcomes.some((o) => o !== null)) {
+          done = plan.finish(outcomes, undefined);
+        } else {
+          const summary = summarize === undefined
+            ? { heuristic: true }
+            : textOutcome(await attempt(() => summarize(request), timeoutMs), "the summarizer");
+          done = plan.finish(outcomes, summary);
+        }
+      }
+    } finally {
+      plan.free();
+    }
+    if (done.state !== undefined) {
+      const saved = await attempt(() => store.save(stateKey, done.state), storeTimeoutMs);
+      // NOTE: the summary is in the returned messages either way; without the state, a host
+      // that sends its full history again gets the iterations raw until the next interval.
+      if (!saved.ok) done.report.stateFailure = saved.reason;
+    }
+    return { messages: done.messages, marker: done.marker, report: done.report };
+  }
+
   /** The compaction archives of a marker, oldest first: the original messages it replaced. */
   async function readArchive(marker, options) {
     options = checkObject(options, "options");
@@ -422,6 +472,7 @@ export function bindContext(core) {
   return {
     ContextKeeper,
     compact,
+    rollingWindow,
     readArchive,
     activeMessages,
     pruneMessages,

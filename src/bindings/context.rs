@@ -18,6 +18,7 @@ use crate::context::compact::{self, CompactOptions, CompactPlan, SummaryOutcome}
 use crate::context::flush::FlushOutcome;
 use crate::context::offload::{self, OffloadOptions, OffloadPlan, ResultPlan};
 use crate::context::recovery::{self, GrepOptions, Pattern, RecordHeader};
+use crate::context::rolling::{self, RollingOptions, RollingPlan, RollingState};
 use crate::context::state::{self, SessionState};
 use crate::context::{evict, prune, Outcome, Report, Save};
 use crate::counting::CountMessagesError;
@@ -590,7 +591,8 @@ pub fn plan_compact(
     })
 }
 
-/// The store keys of the context layer: `state` (a session's state), `archive` (an
+/// The store keys of the context layer: `state` (a session's state), `rolling` (its rolling
+/// window's state), `archive` (an
 /// archive by name, or without one the prefix of a session's archives).
 #[wasm_bindgen(js_name = __ckKey, skip_typescript)]
 pub fn key(
@@ -600,6 +602,7 @@ pub fn key(
 ) -> Result<js_sys::Array, ContextError> {
     let key = match (kind, name) {
         ("state", _) => state::state_key(session_id),
+        ("rolling", _) => rolling::state_key(session_id),
         ("archive", Some(name)) => compact::archive_key(session_id, &name),
         ("archive", None) => compact::archive_prefix(session_id),
         _ => return Err(ContextError::internal(format!("unknown key kind {kind:?}"))),
@@ -645,4 +648,101 @@ pub fn read_archive(key: &str, bytes: &[u8]) -> Result<JsValue, ContextError> {
         })
     })?;
     to_js(&record)
+}
+
+/// A rolling window, planned: its archive saves and summary request, waiting for their
+/// outcomes.
+#[wasm_bindgen(js_name = __CkRollingPlan, skip_typescript)]
+#[derive(Debug)]
+pub struct RollingPlanJs {
+    messages: JsValue,
+    plan: Option<RollingPlan>,
+}
+
+#[wasm_bindgen(js_class = __CkRollingPlan)]
+impl RollingPlanJs {
+    /// The archive saves, as `[{ key, bytes }]` (none when no fold is due).
+    pub fn saves(&self) -> Result<js_sys::Array, ContextError> {
+        let out = js_sys::Array::new();
+        for save in self.plan.iter().flat_map(|p| p.saves()) {
+            out.push(&save_to_js(save)?);
+        }
+        Ok(out)
+    }
+
+    /// What to give the summarizer, or `undefined` when no fold is due.
+    #[wasm_bindgen(js_name = summaryRequest)]
+    pub fn summary_request(&self) -> Result<JsValue, ContextError> {
+        match self.plan.as_ref().and_then(RollingPlan::summary_request) {
+            Some(request) => to_js(request),
+            None => Ok(JsValue::UNDEFINED),
+        }
+    }
+
+    /// `{ messages, marker, report, state? }`: the fold applied if every step went well,
+    /// else the iterations raw; `state` is the rolling state to store (bytes).
+    pub fn finish(
+        &mut self,
+        archive: js_sys::Array,
+        summary: JsValue,
+    ) -> Result<JsValue, ContextError> {
+        enter();
+        let plan = self.plan.take().ok_or_else(already_applied)?;
+        let outcomes: Vec<Outcome> = archive.iter().map(|v| outcome_of(&v)).collect();
+        let done = plan.finish(&outcomes, summary_outcome(&summary));
+        let result = js_sys::Object::new();
+        let messages = messages_out(&self.messages, done.conversation, &done.origin)?;
+        set(&result, "messages", &messages)?;
+        let marker = match &done.marker {
+            Some(marker) => to_js(marker)?,
+            None => JsValue::NULL,
+        };
+        set(&result, "marker", &marker)?;
+        set(&result, "report", &to_js(&done.report)?)?;
+        if let Some(state) = &done.state {
+            set(
+                &result,
+                "state",
+                &js_sys::Uint8Array::from(state.to_bytes().as_slice()),
+            )?;
+        }
+        Ok(result.into())
+    }
+}
+
+/// Plans a rolling window. `state` is the session's stored rolling state (bytes), or
+/// `undefined`.
+#[wasm_bindgen(js_name = __ckPlanRolling, skip_typescript)]
+pub fn plan_rolling(
+    messages: JsValue,
+    options: JsValue,
+    state: Option<Vec<u8>>,
+) -> Result<RollingPlanJs, ContextError> {
+    enter();
+    let (format, options): (_, RollingOptions) = read_options(&options, true)?;
+    if options.session_id.is_empty() {
+        return Err(ContextError::options(
+            "options.sessionId",
+            "expected a non-empty string".to_owned(),
+        ));
+    }
+    let conv = read_conversation(&messages, format)?;
+    let state = RollingState::from_bytes(state.as_deref());
+    let plan = crate::counting::with_default_counter(|counter| {
+        rolling::plan(conv, &options, state, counter)
+    })
+    .map_err(|err| match err {
+        rolling::RollingError::Options { path, reason } => ContextError::options(path, reason),
+        rolling::RollingError::Count(CountMessagesError::Parse(err)) => ContextError::from(err),
+        rolling::RollingError::Count(CountMessagesError::Options(err)) => {
+            ContextError::options("options", err.to_string())
+        }
+        rolling::RollingError::Count(CountMessagesError::Count(err)) => {
+            ContextError::internal(err.to_string())
+        }
+    })?;
+    Ok(RollingPlanJs {
+        plan: Some(plan),
+        messages,
+    })
 }

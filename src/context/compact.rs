@@ -220,6 +220,11 @@ pub struct MarkerInfo {
     pub head: u64,
     /// The archive's key.
     pub key: Vec<String>,
+    /// The iterations of the agent loop the summary stands for, when the rolling window wrote
+    /// the marker.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub iterations: Option<u64>,
 }
 
 impl From<&CompactionMarker> for MarkerInfo {
@@ -233,6 +238,7 @@ impl From<&CompactionMarker> for MarkerInfo {
             tokens_after: m.tokens_after,
             head: m.head,
             key: m.key.clone(),
+            iterations: m.iterations,
         }
     }
 }
@@ -472,7 +478,11 @@ pub enum MarkerShape {
     AfterBlocks,
 }
 
-fn marker_shape(format: Format, prev: Option<Role>, next: Option<Role>) -> Option<MarkerShape> {
+pub(crate) fn marker_shape(
+    format: Format,
+    prev: Option<Role>,
+    next: Option<Role>,
+) -> Option<MarkerShape> {
     if format != Format::Anthropic {
         return Some(MarkerShape::User);
     }
@@ -526,7 +536,7 @@ fn leading_systems(messages: &[Message]) -> usize {
 }
 
 /// Whether a user message carries tool results (it then belongs to an exchange).
-fn has_results(message: &Message) -> bool {
+pub(crate) fn has_results(message: &Message) -> bool {
     message
         .parts()
         .iter()
@@ -535,7 +545,7 @@ fn has_results(message: &Message) -> bool {
 
 /// For each boundary `s` (0..=len: messages `..s` and `s..`), whether a cut there leaves
 /// every tool exchange whole.
-fn allowed_cuts(conv: &Conversation) -> Vec<bool> {
+pub(crate) fn allowed_cuts(conv: &Conversation) -> Vec<bool> {
     let n = conv.messages().len();
     let mut allowed = vec![true; n + 1];
     for exchange in &pair_tools(conv).exchanges {
@@ -644,7 +654,7 @@ pub(crate) fn reapply(
 /// The marker as a message of `conv`'s format that its provider accepts where it goes: a
 /// user message (a `UIMessage` with an id when the conversation holds those), or for
 /// Anthropic an assistant message or `lead` blocks then the marker's ([`MarkerShape`]).
-fn marker_message(
+pub(crate) fn marker_message(
     conv: &Conversation,
     marker: &CompactionMarker,
     shape: MarkerShape,
@@ -678,7 +688,7 @@ fn marker_message(
 
 /// A message's content as blocks (a string content is one text block), to write them again
 /// in a marker message ([`MarkerShape::AfterBlocks`]).
-fn blocks_of(message: &Message) -> Vec<Value> {
+pub(crate) fn blocks_of(message: &Message) -> Vec<Value> {
     match message.to_value().get("content") {
         Some(Value::Array(items)) => items.clone(),
         Some(Value::String(text)) => vec![json!({"type": "text", "text": text})],
@@ -1055,6 +1065,7 @@ impl CompactPlan {
             tokens_after: self.total,
             head: work.head as u64,
             key: archive_key(&self.options.session_id, &self.name),
+            iterations: None,
             summary,
         };
         let Some(probe) = marker_message(&self.conversation, &marker, work.shape, &work.lead)

@@ -25,6 +25,7 @@ pub mod prune;
 pub mod recovery;
 pub mod report;
 pub mod result;
+pub mod rolling;
 pub mod state;
 pub mod text;
 pub mod transcript;
@@ -213,6 +214,12 @@ impl Turns {
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.starts.is_empty()
+    }
+
+    /// Where each turn starts, in order: an assistant message's first part, or a `step-start`
+    /// part of a `UIMessage`.
+    pub fn starts(&self) -> &[PartRef] {
+        &self.starts
     }
 
     /// How many assistant turns began after the one holding `at`: 0 in the latest turn. A

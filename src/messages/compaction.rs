@@ -39,6 +39,11 @@ pub struct CompactionMarker {
     /// The store key of the archive holding the messages this marker replaces.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub key: Vec<String>,
+    /// Set by the rolling window ([`crate::context::rolling`]): how many iterations of the
+    /// agent loop (assistant turns with their tool results) the summary stands for. Absent in
+    /// a compaction's marker.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<u64>,
     /// The summary text.
     #[serde(skip)]
     pub summary: String,
@@ -114,6 +119,7 @@ mod tests {
                 "0002".into(),
             ],
             summary: "Intent: fix the build.\nState: tests pass.".into(),
+            iterations: None,
         };
         let text = marker.to_text();
         assert!(text.starts_with(COMPACTION_TAG));

@@ -792,6 +792,25 @@ impl Message {
         &mut self.parts
     }
 
+    /// The message with only its parts `from..to` (the rest of its object as it is): one step
+    /// or several of a `UIMessage` that holds an agent's whole reply. `None` for a range out of
+    /// bounds or a message whose object is one part.
+    pub(crate) fn with_parts_range(&self, from: usize, to: usize) -> Option<Message> {
+        if self.is_whole() {
+            return None;
+        }
+        let parts = self.parts.get(from..to)?.to_vec();
+        Some(Message {
+            role: self.role,
+            format: self.format,
+            skeleton: self.skeleton.clone(),
+            content: self.content,
+            tool_calls: self.tool_calls,
+            parts,
+            skimmed: self.skimmed,
+        })
+    }
+
     /// Whether the message is an AI SDK `UIMessage`: its parts are its `parts`, not `content`.
     pub fn is_ui_message(&self) -> bool {
         self.content == Form::Parts

@@ -108,3 +108,37 @@ async function compaction(history: OpenAIMessage[]) {
   new ContextKeeper({ model: "gpt-4o" });
   keeper.free();
 }
+
+// The rolling window: options with a total or per-section budget, the report's sections.
+import { rollingWindow, type RollingReport, type SectionBudget } from "context-keeper";
+
+async function rolling(history: OpenAIMessage[]) {
+  const store = new MemoryStore();
+  const sections: SectionBudget = { goal: 500, summary: 1_500, recent: 20_000, instructions: 2_000 };
+  const done = await rollingWindow(history, {
+    store,
+    sessionId: "s",
+    keepIterations: 5,
+    maxSummaryTokens: 2_000,
+    resummarizeEvery: 10,
+    budget: sections,
+    instructions: "Always run the tests.",
+    minInstructionsTokens: 500,
+    model: "gpt-4o",
+    now: Date.now(),
+    timeoutMs: 60_000,
+    summarize: async ({ prompt, transcript, previousSummary }) => `${prompt} ${transcript} ${previousSummary ?? ""}`,
+  });
+  const same: OpenAIMessage[] = done.messages;
+  const report: RollingReport = done.report;
+  const outcome: "folded" | "unchanged" | "failed" = report.outcome;
+  const recent: number = report.sections.recent.tokens + (report.sections.recent.budget ?? 0);
+  const iterations: number | undefined = done.marker?.iterations;
+  await rollingWindow(history, { store, sessionId: "s", budget: 60_000 });
+  // @ts-expect-error the budget is tokens or sections
+  await rollingWindow(history, { store, sessionId: "s", budget: "lots" });
+  // @ts-expect-error the store is required
+  await rollingWindow(history, { sessionId: "s" });
+  return [same, outcome, recent, iterations, report.failures, done.report.stateFailure];
+}
+void rolling;
