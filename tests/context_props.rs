@@ -311,7 +311,7 @@ proptest! {
         for format in Format::ALL {
             let input = render(format, &steps);
             let before = read(format, &input);
-            let options = OffloadOptions { session_id: "s".to_owned(), limit_tokens: 2_000, ..OffloadOptions::default() };
+            let options = OffloadOptions { session_id: "s".to_owned(), limit_tokens: Some(2_000), ..OffloadOptions::default() };
             let plan = plan_messages(before.clone(), &options);
             let saves: Vec<_> = plan.saves().cloned().collect();
             let outcomes: Vec<Outcome> = (0..saves.len())

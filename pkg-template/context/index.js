@@ -533,6 +533,14 @@ function extendsPrevious(history, previous) {
  * memo, so the old messages are not read again).
  */
 function bindKeeper(core, h) {
+  /** Assistant turns `message` begins: one per assistant message, and per later `step-start`
+   * part of a UIMessage (as the core's `Turns` counts them). */
+  const turnStarts = (message) => {
+    if (message === null || typeof message !== "object" || message.role !== "assistant") return 0;
+    const parts = Array.isArray(message.parts) ? message.parts : [];
+    return 1 + parts.filter((part, i) => i > 0 && part?.type === "step-start").length;
+  };
+
   return class ContextKeeper {
     #core;
     #options;
@@ -638,10 +646,14 @@ function bindKeeper(core, h) {
           if (text.length * 3 > limit && core.countTokens(text, { model: this.#options.model }) > limit / 2) return null;
         }
       }
+      // NOTE: the standing prune decision holds for `holdsFor` more turns: until then a
+      // history within the budget keeps it, as the core would decide ("held").
+      const turns = fresh.reduce((n, message) => n + turnStarts(message), 0);
+      const holdsFor = Math.max(0, last.report.holdsFor - turns);
       const outList = fresh.length === 0 ? last.outList : last.outList.concat(fresh);
       const output = envelope === null ? outList : { ...last.outEnvelope, messages: outList };
       const tokens = keeper.count(output);
-      if (tokens > last.ceiling) return null;
+      if (tokens > (holdsFor > 0 ? last.heldCeiling : last.ceiling)) return null;
       const before = last.report.tokensBefore + (tokens - last.report.tokensAfter);
       // NOTE: what the previous call did this call does not (no flush, no compaction, no offload).
       const { flush: _flush, compaction: _compaction, ...standing } = last.report;
@@ -650,18 +662,19 @@ function bindKeeper(core, h) {
         tokensBefore: before,
         tokensAfter: tokens,
         fits: true,
-        decision: "under",
+        decision: tokens > this.#budget.pruneAt ? "held" : "under",
+        holdsFor,
         unchangedPrefix: last.outList.length,
         messages: outList.length,
         offloaded: [],
         failures: [],
         saved: { ...last.report.saved, offload: 0, compact: 0 },
       };
-      this.#remember(sessionId, history, output, report, last.offloadLimit);
+      this.#remember(sessionId, history, output, report, last.offloadLimit, last.stored);
       return { messages: output, report };
     }
 
-    #remember(sessionId, history, output, report, offloadLimit) {
+    #remember(sessionId, history, output, report, offloadLimit, stored) {
       const input = listOf(history);
       const out = listOf(output);
       if (input === null || out === null || this.#budget === null) return;
@@ -674,7 +687,10 @@ function bindKeeper(core, h) {
         outEnvelope: out.envelope,
         report,
         offloadLimit,
+        // the length of the output whose hashes the state holds (the last full prepare's)
+        stored: stored ?? out.list.length,
         ceiling: Math.min(this.#budget.pruneAt, flushAt),
+        heldCeiling: Math.min(this.#budget.compactAt, flushAt),
       });
     }
 
@@ -737,6 +753,16 @@ function bindKeeper(core, h) {
         prep.free();
       }
       const report = done.report;
+      const last = this.#last.get(sessionId);
+      if (last !== undefined && report.unchangedPrefix === last.stored) {
+        // NOTE: the state holds the hashes of the last full prepare's output; the fast calls
+        // since appended messages it has none of. Past that, the output is unchanged where it
+        // holds the same objects as the previous call's.
+        const out = listOf(done.messages)?.list ?? [];
+        let n = report.unchangedPrefix;
+        while (n < out.length && n < last.outList.length && out[n] === last.outList[n]) n++;
+        report.unchangedPrefix = n;
+      }
       if (dry) {
         report.dryRun = true;
         return { messages: done.messages, report };
@@ -745,7 +771,7 @@ function bindKeeper(core, h) {
         const saved = await attempt(() => this.#store.save(state.key, done.state), storeTimeoutMs);
         if (!saved.ok) report.stateFailure = saved.reason;
       }
-      const offloadLimit = this.#options.offload?.limitTokens ?? 20_000;
+      const offloadLimit = this.#budget?.offloadAt ?? Infinity;
       if (report.managed) this.#remember(sessionId, history, done.messages, report, offloadLimit);
       return { messages: done.messages, report };
     }
@@ -756,6 +782,8 @@ function bindKeeper(core, h) {
       const sessionId = checkSession(options.sessionId);
       return h.offloadToolResult(result, {
         ...(this.#options.offload ?? {}),
+        // NOTE: the keeper's limit (an eighth of a small window), as prepare offloads at.
+        ...(this.#budget === null ? {} : { limitTokens: this.#budget.offloadAt }),
         model: this.#options.offload?.model ?? this.#options.model,
         store: this.#store,
         sessionId,

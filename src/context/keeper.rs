@@ -32,9 +32,9 @@ use super::evict::{self, EvictOptions};
 use super::flush::{self, resolve, FlushOptions, FlushOutcome, FlushReport, FlushRequest};
 use super::offload::{self, OffloadOptions, OffloadPlan};
 use super::prune::{self, PruneOptions};
-use super::state::{Chain, Horizon, SessionState};
+use super::state::{Horizon, SessionState};
 use super::{result_sites, Edit, Failure, Outcome, Report, Save, Turns};
-use crate::counting::{CountMessagesError, CountMessagesOptions, Counter};
+use crate::counting::{CountMessagesError, CountMessagesOptions, Counter, MessageKey};
 use crate::messages::{Conversation, Format, Role};
 
 /// Default prune/evict threshold: this share of the window.
@@ -163,6 +163,10 @@ pub struct Budget {
     pub prune_target: u64,
     /// A compaction aims to leave at most this.
     pub compact_target: u64,
+    /// Tool results over this many tokens are offloaded: `offload.limitTokens`, by default
+    /// 20,000 or an eighth of the window when that is less (a 20,000-token result would be
+    /// most of a 32k window's budget, and prune would only trim it turns later).
+    pub offload_at: u64,
 }
 
 impl KeeperOptions {
@@ -197,8 +201,14 @@ impl KeeperOptions {
         let prune_target = resolve(t.prune_target, window).min(prune_at.saturating_sub(step));
         let compact_target = resolve(t.compact_target, window).min(prune_target);
         let flush_at = compact_at.saturating_sub(resolve(self.flush.flush_margin, window));
+        let offload_at = self
+            .offload
+            .limit_tokens
+            .unwrap_or_else(|| offload::DEFAULT_LIMIT_TOKENS.min(window / 8))
+            .max(1);
         Ok(Budget {
             window,
+            offload_at,
             prune_at,
             compact_at,
             flush_at,
@@ -279,6 +289,10 @@ pub struct PrepareReport {
     pub unchanged_prefix: Option<usize>,
     /// Messages returned.
     pub messages: usize,
+    /// Assistant turns the standing prune decision still holds for: until that many more
+    /// turns begin, a history within the budget keeps it (`decision: "held"`) and the prefix
+    /// stays; 0 when none stands or a new one may be made now.
+    pub holds_for: usize,
     /// Tool results offloaded by this call (first stored now, or re-stored).
     pub offloaded: Vec<Edit>,
     /// Prune edits in the output (the standing decision's and a new one's).
@@ -316,6 +330,7 @@ impl PrepareReport {
             decision: Decision::Under,
             unchanged_prefix: None,
             messages: 0,
+            holds_for: 0,
             offloaded: Vec::new(),
             pruned: Vec::new(),
             evicted: Vec::new(),
@@ -434,6 +449,11 @@ pub struct Prepare {
     base_is_input: bool,
     /// The input's count: its total and per message.
     input_count: (u64, Vec<u64>),
+    /// Each input message's key ([`MessageKey`]): a message the tiers left as it was is
+    /// counted again from the cache by its key, and not read again.
+    input_keys: Vec<MessageKey>,
+    /// The working conversation's keys (its output hashes).
+    keys: Vec<MessageKey>,
     flush_request: Option<FlushRequest>,
 }
 
@@ -462,7 +482,8 @@ impl Prepare {
             }
             (true, Ok(budget)) => Some(budget),
         };
-        let count = counter.count(&conv, &options.count_options(conv.format()))?;
+        let (count, keys) =
+            counter.count_keyed(&conv, &options.count_options(conv.format()), &[])?;
         report.tokens_before = count.total;
         report.estimated = !count.exact;
         let origin: Vec<Option<usize>> = (0..n).map(Some).collect();
@@ -472,8 +493,9 @@ impl Prepare {
                 report.decision = Decision::Off;
                 Stage::Done
             }
-            Some(_) => {
+            Some(budget) => {
                 let mut offload = options.offload.clone();
+                offload.limit_tokens = Some(budget.offload_at);
                 offload.session_id = call.session_id.clone();
                 offload.model = offload.model.or_else(|| options.model.clone());
                 let plan = offload::plan_messages(conv.clone(), &offload);
@@ -505,6 +527,8 @@ impl Prepare {
             report,
             tokens: count.total,
             input_count: (count.total, count.per_message.clone()),
+            input_keys: keys.clone(),
+            keys,
             per_message: count.per_message,
             estimated: !count.exact,
             base_is_input: true,
@@ -729,8 +753,12 @@ impl Prepare {
         options.now = self.call.now.clone();
         options.flush = false;
         if options.keep_recent_turns.is_none() && options.keep_recent_tokens.is_none() {
-            let count =
-                counter.count(&self.base, &self.options.count_options(self.base.format()))?;
+            let known = self.known_keys(&self.base_origin);
+            let (count, _) = counter.count_keyed(
+                &self.base,
+                &self.options.count_options(self.base.format()),
+                &known,
+            )?;
             let head = head_tokens(&self.base, &count.per_message);
             let room = budget
                 .compact_target
@@ -851,14 +879,18 @@ impl Prepare {
         if self.base_is_input && pruned.edits.is_empty() && evicted.edits.is_empty() {
             self.tokens = self.input_count.0;
             self.per_message.clone_from(&self.input_count.1);
+            self.keys.clone_from(&self.input_keys);
         } else {
-            let count = counter.count(
+            let known = self.known_keys(&origin);
+            let (count, keys) = counter.count_keyed(
                 &conversation,
                 &self.options.count_options(conversation.format()),
+                &known,
             )?;
             self.tokens = count.total;
             self.per_message = count.per_message;
             self.estimated = !count.exact;
+            self.keys = keys;
         }
         self.report.saved.prune = pruned.tokens_saved;
         self.report.saved.evict = evicted.tokens_saved;
@@ -867,6 +899,14 @@ impl Prepare {
         self.conversation = conversation;
         self.origin = origin;
         Ok(self.tokens)
+    }
+
+    /// The key of each message `origin` maps to an input message it still is.
+    fn known_keys(&self, origin: &[Option<usize>]) -> Vec<Option<MessageKey>> {
+        origin
+            .iter()
+            .map(|o| o.and_then(|i| self.input_keys.get(i).copied()))
+            .collect()
     }
 
     /// Assistant turns begun after the exchange of `call` (`None` when it is not there).
@@ -892,12 +932,15 @@ impl Prepare {
             if self.options.cache_breakpoints && self.conversation.format() == Format::Anthropic {
                 system_edited = self.set_breakpoints();
                 if !self.report.breakpoints.is_empty() {
-                    if let Ok(count) = counter.count(
+                    let known = self.known_keys(&self.origin);
+                    if let Ok((count, keys)) = counter.count_keyed(
                         &self.conversation,
                         &self.options.count_options(self.conversation.format()),
+                        &known,
                     ) {
                         self.tokens = count.total;
                         self.per_message = count.per_message;
+                        self.keys = keys;
                     }
                 }
             }
@@ -926,7 +969,12 @@ impl Prepare {
             self.report.over_budget = Some(self.why_over(budget));
             self.state.keeper.stats.events.over_budget += 1;
         }
-        let hashes = output_hashes(&self.conversation);
+        self.report.holds_for = (self.state.keeper.horizon.as_ref())
+            .and_then(|h| self.turns_since(&h.call))
+            .map_or(0, |turns| {
+                self.options.min_turns_between.saturating_sub(turns)
+            });
+        let hashes = output_hashes(&self.keys);
         let previous = &self.state.keeper.output;
         self.report.unchanged_prefix = (!previous.is_empty()).then(|| {
             hashes
@@ -1080,14 +1128,15 @@ fn head_tokens(conv: &Conversation, per_message: &[u64]) -> u64 {
         .sum()
 }
 
-/// 8 hex digits of the session chain ([`Chain`]) at each message, concatenated: two outputs
-/// agree on their first `n` messages where their first `n` links agree.
-fn output_hashes(conv: &Conversation) -> String {
-    let mut out = String::with_capacity(conv.messages().len() * 8);
-    let mut chain = Chain::default();
-    for message in conv.messages() {
-        chain = chain.push(message);
-        out.push_str(chain.to_hex().get(..8).unwrap_or_default());
+/// 8 hex digits of each message's hash (its count key, [`MessageKey::digest`]),
+/// concatenated: two outputs agree on their first `n` messages where their first `n` hashes
+/// agree. The count has made the keys already, so this reads no message again.
+fn output_hashes(keys: &[MessageKey]) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(keys.len() * 8);
+    for key in keys {
+        // NOTE: writing into a String cannot fail; the result is ignored rather than unwrapped.
+        let _ = write!(out, "{:08x}", key.digest() >> 32);
     }
     out
 }

@@ -28,6 +28,7 @@ pub mod result;
 pub mod rolling;
 pub mod state;
 pub mod text;
+mod text_counts;
 pub mod transcript;
 
 use serde::{Deserialize, Serialize};
@@ -36,7 +37,7 @@ use serde::{Deserialize, Serialize};
 use tsify::Tsify;
 
 use crate::messages::{Conversation, Part, PartKind, PartRef, ResultShape, Role};
-use crate::{count_tokens, estimate_tokens, Encoding};
+use crate::{estimate_tokens, Encoding};
 
 pub use report::{Action, Edit, Failure, Held, Original, Report};
 
@@ -90,9 +91,7 @@ impl Measure {
     /// The tokens of `text`.
     pub fn tokens(&self, text: &str) -> u64 {
         let n = match self.encoding {
-            Some(encoding) => {
-                count_tokens(text, encoding).unwrap_or_else(|_| estimate_tokens(text))
-            }
+            Some(encoding) => text_counts::tokens(text, encoding),
             None => estimate_tokens(text),
         };
         n as u64

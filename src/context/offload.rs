@@ -56,9 +56,10 @@ pub const POINTER_PREFIX: &str = "[offloaded tool output id=\"";
 pub struct OffloadOptions {
     /// The session the offloaded content belongs to: the second component of its keys.
     pub session_id: String,
-    /// Results over this many tokens are offloaded. Default 20,000.
+    /// Results over this many tokens are offloaded. Default 20,000 (the ContextKeeper's
+    /// default: an eighth of the window when that is less).
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
-    pub limit_tokens: u64,
+    pub limit_tokens: Option<u64>,
     /// The model, for exact token figures (its encoding). Default: estimated with o200k_base.
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub model: Option<String>,
@@ -84,11 +85,18 @@ pub struct OffloadOptions {
     pub tool_call_id: Option<String>,
 }
 
+impl OffloadOptions {
+    /// Results over this many tokens are offloaded.
+    pub fn limit(&self) -> u64 {
+        self.limit_tokens.unwrap_or(DEFAULT_LIMIT_TOKENS)
+    }
+}
+
 impl Default for OffloadOptions {
     fn default() -> Self {
         OffloadOptions {
             session_id: String::new(),
-            limit_tokens: DEFAULT_LIMIT_TOKENS,
+            limit_tokens: None,
             model: None,
             preview_lines: DEFAULT_PREVIEW_LINES,
             preview_tail_lines: DEFAULT_PREVIEW_TAIL_LINES,
@@ -242,14 +250,15 @@ fn decide(
 ) -> Option<(Offloaded, Save, String, u64)> {
     // NOTE: a token covers at least one byte, so a text of no more bytes than the limit is
     // under it without counting.
-    if text.text.len() as u64 <= options.limit_tokens || pointer_id(&text.text).is_some() {
+    let limit = options.limit();
+    if text.text.len() as u64 <= limit || pointer_id(&text.text).is_some() {
         return None;
     }
     if options.excludes(tool_name) {
         return None;
     }
     let tokens = measure.tokens(&text.text);
-    if tokens <= options.limit_tokens {
+    if tokens <= limit {
         return None;
     }
     let sha256 = hex(&Sha256::digest(text.text.as_bytes()));

@@ -26,7 +26,7 @@ fn big(lines: usize) -> String {
 fn offload_options() -> OffloadOptions {
     OffloadOptions {
         session_id: "s1".to_owned(),
-        limit_tokens: 1_000,
+        limit_tokens: Some(1_000),
         ..OffloadOptions::default()
     }
 }

@@ -120,6 +120,14 @@ impl CountCache {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct MessageKey(u64, u64);
 
+impl MessageKey {
+    /// The message's hash (XXH3-64 of its specified bytes, see the module): equal for two
+    /// messages that read the same, so a caller may compare outputs by it.
+    pub fn digest(self) -> u64 {
+        self.0
+    }
+}
+
 /// Makes the cache keys of one count: each message is written into one reused buffer that is
 /// hashed in a single pass ([`MessageKey`]), then combined with the hash of the rules.
 #[derive(Debug)]

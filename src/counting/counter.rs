@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::{
     count_bounded, count_conversation, messages_options, model_info_with, options, setup,
-    CacheStats, CountCache, CountMessagesError, CountMessagesOptions, Counting, Memo,
+    CacheStats, CountCache, CountMessagesError, CountMessagesOptions, Counting, Memo, MessageKey,
     MessagesCount, ModelOverrides, OptionsError, Request, DEFAULT_CAPACITY,
 };
 use crate::messages::{parse_messages_value, Conversation};
@@ -124,6 +124,30 @@ impl Counter {
     ) -> Result<(MessagesCount, bool), CountMessagesError> {
         let ratio = self.ratio_for(conv, options);
         count_bounded(conv, options, &mut self.cache, ratio, stop_above)
+    }
+
+    /// Counts `conv` as [`Counter::count`] does, taking each message whose key is known
+    /// (`known[i]`, from an earlier count of a message that read the same) from the cache
+    /// without reading it again; returns every message's key, for the next count.
+    ///
+    /// # Errors
+    /// As [`Counter::count`].
+    pub fn count_keyed(
+        &mut self,
+        conv: &Conversation,
+        options: &CountMessagesOptions,
+        known: &[Option<MessageKey>],
+    ) -> Result<(MessagesCount, Vec<MessageKey>), CountMessagesError> {
+        let mut counting = self.start(conv, options, None)?;
+        let mut keys = Vec::with_capacity(conv.messages().len());
+        for (i, message) in conv.messages().iter().enumerate() {
+            let key = match known.get(i).copied().flatten() {
+                Some(key) if counting.add_known(message.role(), key, &mut self.cache) => key,
+                _ => counting.add(message, &mut self.cache)?,
+            };
+            keys.push(key);
+        }
+        Ok((counting.finish(conv.format()).0, keys))
     }
 
     /// Starts a count of the conversation `head` belongs to, one message at a time, with this

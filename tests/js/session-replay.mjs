@@ -107,3 +107,63 @@ export function scriptedSummarizer({ calls = [], failAt } = {}) {
   };
   return { summarize, calls };
 }
+
+/** The window the keeper replay runs under (issue #21's "200 turns under a 32k window"). */
+export const KEEPER_WINDOW = 32_000;
+
+/**
+ * The first `turns` turns of `session` through one ContextKeeper, as a host that keeps the
+ * full history runs it (AI SDK 5/6 `prepareStep`, a stateless Worker): after each turn the
+ * whole history goes to `prepare`, and the stored decisions and compactions are re-applied.
+ * Returns one record per turn: the history given, the turn's own messages, what prepare
+ * returned and its wall time (the summarizer's included; it is scripted, so about nothing).
+ */
+export async function keeperReplay({ ContextKeeper, MemoryStore }, format, session, { turns = 200, window = KEEPER_WINDOW, summarize, store = new MemoryStore() } = {}) {
+  const keeper = new ContextKeeper({ model: FORMATS[format].model, contextWindow: window, store, summarize });
+  const records = [];
+  let history = withList(session, []);
+  try {
+    for (const turn of turnsOf(format, session).slice(0, turns)) {
+      history = advance(history, turn);
+      const start = performance.now();
+      const { messages, report } = await keeper.prepare(history, { sessionId: `replay-${format}`, now: NOW });
+      records.push({ history, added: turn.add, messages, report, ms: performance.now() - start });
+    }
+  } finally {
+    keeper.free();
+  }
+  return { records, store };
+}
+
+/**
+ * The figures of a replay: how often the unchanged prefix moved (a turn whose output differs
+ * from the previous output before its end), decisions, compactions, peak tokens, time.
+ */
+export function replayFigures(records) {
+  let moved = 0;
+  const decisions = {};
+  const movedOn = {};
+  for (let t = 0; t < records.length; t++) {
+    const { report } = records[t];
+    decisions[report.decision] = (decisions[report.decision] ?? 0) + 1;
+    if (t > 0 && report.unchangedPrefix < listOf(records[t - 1].messages).length) {
+      moved++;
+      movedOn[report.decision] = (movedOn[report.decision] ?? 0) + 1;
+    }
+  }
+  const times = records.map((r) => r.ms).sort((a, b) => a - b);
+  const at = (p) => times[Math.min(times.length - 1, Math.floor(p * times.length))];
+  return {
+    turns: records.length,
+    moved,
+    movedShare: records.length > 1 ? moved / (records.length - 1) : 0,
+    movedOn,
+    decisions,
+    compactions: records.filter((r) => r.report.compaction?.outcome === "compacted").length,
+    offloaded: records.reduce((n, r) => n + r.report.offloaded.length, 0),
+    peakTokensAfter: Math.max(...records.map((r) => r.report.tokensAfter)),
+    peakTokensBefore: Math.max(...records.map((r) => r.report.tokensBefore)),
+    medianMs: at(0.5),
+    p99Ms: at(0.99),
+  };
+}

@@ -1,0 +1,137 @@
+//! The keeper's core per turn, natively: an OpenAI agent history grows by a call and its
+//! result per turn (texts from this repository's own files) and is prepared before each call,
+//! every save confirmed and the heuristic summary used. Prints the median, p99 and max time
+//! per turn and the slowest turns by decision, to profile the core without the JS boundary
+//! (`perf record cargo run --release --example keeper_turns`).
+//!
+//!   cargo run --release --example keeper_turns [messages] [window]
+use std::time::Instant;
+
+use context_keeper::context::compact::SummaryOutcome;
+use context_keeper::context::keeper::{Call, KeeperOptions, Need, Prepare};
+use context_keeper::context::state::SessionState;
+use context_keeper::context::Outcome;
+use context_keeper::counting::Counter;
+use context_keeper::messages::{parse_messages, MessagesOptions};
+use serde_json::{json, Value};
+
+fn texts() -> Vec<String> {
+    let mut out = Vec::new();
+    for dir in [
+        "src",
+        "src/context",
+        "src/messages",
+        "src/counting",
+        "pkg-template/context",
+    ] {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            continue;
+        };
+        let mut paths: Vec<_> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.is_file())
+            .collect();
+        paths.sort();
+        for path in paths {
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                // pieces of 2-12 KB, as tool output is
+                for chunk in text.as_bytes().chunks(2_000 + text.len() % 10_000) {
+                    out.push(String::from_utf8_lossy(chunk).into_owned());
+                }
+            }
+        }
+    }
+    out
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let messages: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(1000);
+    let window: u64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(128_000);
+    let texts = texts();
+    let pick = |i: usize| texts[(i * 7919) % texts.len()].clone();
+    let options = KeeperOptions {
+        model: Some("gpt-4o".into()),
+        context_window: Some(window),
+        ..KeeperOptions::default()
+    };
+    let mut list = vec![
+        json!({"role": "system", "content": "You are a coding agent."}),
+        json!({"role": "user", "content": "Read every file and report."}),
+    ];
+    let mut counter = Counter::new();
+    let mut state_bytes: Option<Vec<u8>> = None;
+    let mut costs: Vec<(f64, String, usize)> = Vec::new();
+    let mut t = 0;
+    while list.len() < messages {
+        let id = format!("call_{t}");
+        let head: String = pick(t).chars().take(200).collect();
+        list.push(json!({"role": "assistant", "content": format!("Step {t}: {head}"), "tool_calls": [{"id": id, "type": "function", "function": {"name": "bash", "arguments": format!("{{\"command\":\"cat src/file_{}.rs\"}}", t % 40)}}]}));
+        list.push(json!({"role": "tool", "tool_call_id": id, "content": pick(t + 1)}));
+        t += 1;
+        let start = Instant::now();
+        let conv = parse_messages(
+            &Value::Array(list.clone()),
+            &MessagesOptions {
+                format: None,
+                allow_pending_calls: true,
+            },
+        )
+        .expect("parses");
+        let parsed = start.elapsed().as_secs_f64() * 1e3;
+        let state = SessionState::from_bytes(state_bytes.as_deref());
+        let call = Call {
+            session_id: "s".into(),
+            now: Some("2026-11-25T12:00:00Z".into()),
+            flush: false,
+        };
+        let mut p = Prepare::start(conv, &options, call, state, &mut counter).expect("starts");
+        loop {
+            match p.next(&mut counter).expect("next") {
+                Need::Done => break,
+                Need::Saves(saves) => {
+                    let n = saves.len();
+                    p.saved(&vec![Outcome::Saved; n]);
+                }
+                Need::Flush(_) => unreachable!("no flush configured"),
+                Need::Compact { saves, request } => {
+                    let n = saves.len();
+                    let summary = if request.is_some() {
+                        SummaryOutcome::Heuristic
+                    } else {
+                        SummaryOutcome::NotCalled
+                    };
+                    p.summarized(&vec![Outcome::Saved; n], summary, &mut counter)
+                        .expect("summarized");
+                }
+            }
+        }
+        let done = p.finish(&mut counter);
+        if let Some(state) = &done.state {
+            state_bytes = Some(state.to_bytes());
+        }
+        let ms = start.elapsed().as_secs_f64() * 1e3;
+        costs.push((
+            ms,
+            format!("{:?} (parse {parsed:.2} ms)", done.report.decision),
+            list.len(),
+        ));
+    }
+    let mut sorted: Vec<f64> = costs.iter().map(|c| c.0).collect();
+    sorted.sort_by(f64::total_cmp);
+    let at = |p: f64| sorted[(((p / 100.0) * sorted.len() as f64) as usize).min(sorted.len() - 1)];
+    println!(
+        "turns {} messages {}: median {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+        costs.len(),
+        list.len(),
+        at(50.0),
+        at(99.0),
+        sorted[sorted.len() - 1]
+    );
+    let mut slow: Vec<_> = costs.iter().collect();
+    slow.sort_by(|a, b| b.0.total_cmp(&a.0));
+    for (ms, what, n) in slow.iter().take(12) {
+        println!("{ms:8.2} ms  {n:5} messages  {what}");
+    }
+}
