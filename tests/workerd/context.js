@@ -5,9 +5,11 @@
 // test); the Worker itself prunes and evicts a conversation. Routes (all POST):
 //   /context/{sqlite,kv-backed}/{offload,read,fault}   in the Durable Object
 //   /context/prune                                     in the Worker
+//   /context/keeper/{turn,stats}?session=S&turn=N      a ContextKeeper session object
 // GET / answers "ready" (the launcher's readiness probe).
 import { DurableObject } from "cloudflare:workers";
 import {
+  ContextKeeper,
   ContextKeeperError,
   pruneMessages,
   evictToolInputs,
@@ -173,6 +175,47 @@ function prune() {
   };
 }
 
+/**
+ * One agent session per object, the way a Worker keeps a chat: the history in the object's
+ * storage, offloads and the keeper's session state in DurableObjectStore over the same storage,
+ * and a new ContextKeeper for every request (an isolate keeps nothing between them). A turn
+ * appends one `bash` call and its result (every fifth one 40,000 characters, over the offload
+ * limit) and prepares the history for a 16k window.
+ */
+export class KeeperSession extends DurableObject {
+  async fetch(request) {
+    const url = new URL(request.url);
+    const sessionId = url.searchParams.get("session");
+    const storage = this.ctx.storage;
+    const store = new DurableObjectStore(storage);
+    const keeper = new ContextKeeper({ model: "gpt-4o", contextWindow: 16_000, store });
+    try {
+      if (url.pathname.endsWith("/stats")) {
+        const stats = await keeper.stats(sessionId);
+        const listed = await listOffloaded({ store, sessionId });
+        const first = listed.offloads[0];
+        const read = first === undefined ? null : await readAll(first.id, { store, sessionId });
+        return json({ stats, offloads: listed.offloads.length, damaged: listed.damaged, firstLines: first?.lines ?? 0, readLines: read?.totalLines ?? 0, readComplete: read !== null && read.text.split("\n").length - 1 === read.totalLines });
+      }
+      const t = Number(url.searchParams.get("turn"));
+      const history = (await storage.get("history")) ?? [{ role: "system", content: "You are a coding agent." }, { role: "user", content: "Fix the failing test." }];
+      const id = `call_${t}`;
+      const lines = t % 5 === 4 ? 1_000 : 80;
+      history.push({ role: "assistant", content: `Turn ${t}: reading file${t}.py`, tool_calls: [{ id, type: "function", function: { name: "bash", arguments: JSON.stringify({ command: `cat file${t}.py` }) } }] });
+      history.push({ role: "tool", tool_call_id: id, content: Array.from({ length: lines }, (_, i) => `file${t}.py:${i + 1}: value_${i} = compute(${i}, "${"x".repeat(16)}")`).join("\n") });
+      await storage.put("history", history);
+      const { messages, report } = await keeper.prepare(history, { sessionId, now: "2026-11-25T12:00:00Z" });
+      return json({
+        messages: messages.length,
+        valid: validateMessages(messages),
+        report: { ...report, pruned: report.pruned.length, evicted: report.evicted.length, offloaded: report.offloaded.length },
+      });
+    } finally {
+      keeper.free();
+    }
+  }
+}
+
 export default {
   async fetch(request, env) {
     const url = new URL(request.url);
@@ -180,6 +223,10 @@ export default {
     if (first !== "context") return new Response("ready");
     try {
       if (kind === "prune") return json(prune());
+      if (kind === "keeper") {
+        const session = url.searchParams.get("session");
+        return env.KEEPER_SESSION.get(env.KEEPER_SESSION.idFromName(session)).fetch(`https://keeper/${action}${url.search}`, { method: "POST" });
+      }
       if (kind === "sqlite" || kind === "kv-backed") {
         const namespace = kind === "sqlite" ? env.CONTEXT_SQLITE : env.CONTEXT_KV_BACKED;
         // The fault case in an object of its own: it clears its storage first.

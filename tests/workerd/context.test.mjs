@@ -3,7 +3,9 @@
 // backed, and chunked at the KV-backed 128 KiB limit) and read back whole, by readOffloaded and
 // by the read_offloaded recovery tool, after wrangler was restarted (the object evicted, its
 // storage persisted to a directory); a save that hangs timing out inside the object; pruning and
-// eviction inside the Worker.
+// eviction inside the Worker; and a ContextKeeper session in a Durable Object of its own (a new
+// keeper per request, its history, offloads and state in the object's storage) that goes on
+// after the restart where it was: its standing decision, offloads and running figures loaded.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -31,9 +33,13 @@ class_name = "ContextSqlite"
 name = "CONTEXT_KV_BACKED"
 class_name = "ContextKvBacked"
 
+[[durable_objects.bindings]]
+name = "KEEPER_SESSION"
+class_name = "KeeperSession"
+
 [[migrations]]
 tag = "v1"
-new_sqlite_classes = ["ContextSqlite"]
+new_sqlite_classes = ["ContextSqlite", "KeeperSession"]
 new_classes = ["ContextKvBacked"]
 `);
 const persistTo = mkdtempSync(join(tmpdir(), "ck-wrangler-context-"));
@@ -107,6 +113,21 @@ test("pruneMessages and evictToolInputs run inside the Worker", async () => {
   assert.deepEqual(result.error, { isContextKeeperError: true, kind: "options", path: "options.keepLastTurns" });
 });
 
+const KEEPER_TURNS = 30;
+const keeperTurns = [];
+
+test("a ContextKeeper session in a Durable Object: a new keeper per request, within a 16k window every turn", async () => {
+  for (let t = 0; t < KEEPER_TURNS / 2; t++) keeperTurns.push(await post(`context/keeper/turn?session=do-1&turn=${t}`));
+  for (const [t, turn] of keeperTurns.entries()) {
+    assert.deepEqual(turn.valid, [], `turn ${t}`);
+    assert.equal(turn.report.fits, true, `turn ${t}: ${turn.report.overBudget}`);
+    assert.ok(turn.report.tokensAfter <= turn.report.budget.compactAt);
+  }
+  assert.equal(keeperTurns[0].report.unchangedPrefix, null, "the first prepare of the session");
+  assert.ok(keeperTurns.some((turn) => turn.report.offloaded > 0), "the 40,000-character results are offloaded");
+  assert.ok(keeperTurns.some((turn) => turn.report.decision === "pruned" || turn.report.decision === "cleared"), JSON.stringify(keeperTurns.map((turn) => turn.report.decision)));
+});
+
 test("after a restart of wrangler, the offloaded results read back whole, also through read_offloaded", async () => {
   assert.deepEqual(Object.keys(offloads).sort(), ["kv-backed", "sqlite"], "the offload tests ran first");
   await wrangler.stop();
@@ -127,4 +148,21 @@ test("after a restart of wrangler, the offloaded results read back whole, also t
     assert.match(result.missing, /^Error: no offloaded output has id "nope"/);
     assert.equal(result.sweptSame, true);
   }
+  // the keeper's session goes on where it was: its decisions, offloads and figures survived
+  for (let t = KEEPER_TURNS / 2; t < KEEPER_TURNS; t++) keeperTurns.push(await post(`context/keeper/turn?session=do-1&turn=${t}`));
+  const first = keeperTurns[KEEPER_TURNS / 2];
+  assert.notEqual(first.report.unchangedPrefix, null, "the state of the previous isolate was loaded");
+  for (const [t, turn] of keeperTurns.entries()) {
+    assert.deepEqual(turn.valid, [], `turn ${t}`);
+    assert.equal(turn.report.fits, true, `turn ${t}: ${turn.report.overBudget}`);
+  }
+  const { stats, offloads: stored, damaged, firstLines, readLines, readComplete } = await post("context/keeper/stats?session=do-1");
+  assert.equal(stats.prepared, KEEPER_TURNS, "every prepare of both isolates is counted");
+  assert.equal(stored, KEEPER_TURNS / 5, "each long result stored once");
+  assert.equal(stats.events.offloads, KEEPER_TURNS / 5);
+  assert.deepEqual(damaged, []);
+  assert.equal(readLines, firstLines, "an offloaded result reads back whole");
+  assert.equal(firstLines, 1_000);
+  assert.equal(readComplete, true);
+  assert.ok(stats.saved.offload > 0 && stats.saved.prune > 0, JSON.stringify(stats.saved));
 });
