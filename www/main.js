@@ -270,6 +270,7 @@ function renderAll() {
   describeModel();
   renderGauge();
   renderMessages();
+  $("messages").scrollTop = 0;
   updateButtons();
 }
 
@@ -430,17 +431,7 @@ function markerBody(row) {
   const archived = h("div", { class: "archived" });
   const open = h("button", { type: "button", class: "primary small", dataset: { testid: "open-archive" } }, `Read the ${fmt(marker.archivedMessages)} archived messages`);
   open.addEventListener("click", () => run(async () => {
-    status(archived, "reading the archive…");
-    const { messages, archives } = await readArchive(marker.key, { store });
-    let tokens = [];
-    try {
-      tokens = countMessages(messages, { model: settings().model, format: state.source.format ?? undefined }).perMessage;
-    } catch {}
-    const rows = messages.map((message, index) => ({ index, message, tokens: tokens[index] ?? 0, info: describe(message), status: "same" }));
-    const max = Math.max(1, ...rows.map((r) => r.tokens));
-    fill(archived,
-      h("p", { class: "hint" }, `${fmt(messages.length)} messages from ${archives} archive(s), read back with readArchive from IndexedDB key ${JSON.stringify(marker.key)}:`),
-      h("ol", { class: "messages nested", dataset: { testid: "archived-messages" } }, rows.map((r) => messageRow(r, max, `a${row.index}-${r.index}`, { archived: true }))));
+    await showArchive(marker.key, archived, `a${row.index}`);
     open.remove();
   }, archived));
   return [
@@ -453,6 +444,23 @@ function markerBody(row) {
     open,
     archived,
   ];
+}
+
+/** Reads an archive back with readArchive (following earlier compactions) into `container`. */
+async function showArchive(key, container, idPrefix) {
+  status(container, "reading the archive…");
+  const { messages, archives, format } = await readArchive(key, { store });
+  let tokens = [];
+  try {
+    tokens = countMessages(messages, { model: settings().model, format }).perMessage;
+  } catch {
+    // a span of messages need not be a conversation that counts on its own; rows show 0
+  }
+  const rows = messages.map((message, index) => ({ index, message, tokens: tokens[index] ?? 0, info: describe(message), status: "same" }));
+  const max = Math.max(1, ...rows.map((r) => r.tokens));
+  fill(container,
+    h("p", { class: "hint" }, `${fmt(messages.length)} messages from ${archives} archive(s), read back with readArchive from the IndexedDB key ${JSON.stringify(key)}:`),
+    h("ol", { class: "messages nested", dataset: { testid: "archived-messages" } }, rows.map((r) => messageRow(r, max, `${idPrefix}-${r.index}`, { archived: true }))));
 }
 
 // ---------------------------------------------------------------- the plan
@@ -641,10 +649,10 @@ async function refreshStored() {
   const sessions = new Map();
   for (const { key } of entries) {
     const [, sessionId, kind] = key;
-    if (!sessions.has(sessionId)) sessions.set(sessionId, { offloads: 0, archives: 0 });
+    if (!sessions.has(sessionId)) sessions.set(sessionId, { offloads: 0, archives: [] });
     const s = sessions.get(sessionId);
     if (kind === "offload") s.offloads++;
-    if (kind === "archive" && !key[3]?.endsWith(".md")) s.archives++;
+    if (kind === "archive" && !key[3]?.endsWith(".md")) s.archives.push(key);
   }
   const blocks = [];
   for (const [sessionId, counts] of sessions) {
@@ -654,12 +662,30 @@ async function refreshStored() {
       for (const header of offloads) items.push(await offloadItem(sessionId, header));
       if (damaged.length) items.push(h("li", { class: "warn" }, `${damaged.length} damaged record(s): ${damaged.join(", ")}`));
     }
+    for (const key of counts.archives) items.push(archiveItem(key));
     blocks.push(h("section", { class: "session", dataset: { session: sessionId } },
-      h("h3", {}, `Session ${sessionId}`, h("span", { class: "count" }, `${counts.offloads} offloaded, ${counts.archives} compaction archive(s)`)),
+      h("h3", {}, `Session ${sessionId}`, h("span", { class: "count" }, `${counts.offloads} offloaded, ${counts.archives.length} compaction archive(s)`)),
       items.length ? h("ul", { class: "offloads" }, items) : null));
   }
   if (blocks.length === 0) fill(out, h("p", { class: "hint", dataset: { testid: "stored-empty" } }, "Nothing stored yet: offload (step 1) or run prepare."));
   else fill(out, blocks);
+}
+
+/** A compaction archive (its JSON; a Markdown transcript lies beside it), opened with readArchive. */
+function archiveItem(key) {
+  const body = h("div", { class: "reader", hidden: true });
+  const open = h("button", { type: "button", class: "small", "aria-expanded": "false" }, "Open");
+  open.addEventListener("click", () => run(async () => {
+    const opening = body.hidden;
+    body.hidden = !opening;
+    open.setAttribute("aria-expanded", String(opening));
+    open.textContent = opening ? "Close" : "Open";
+    if (opening && !body.hasChildNodes()) await showArchive(key, body, `s-${key[3]}`);
+  }, body));
+  return h("li", { class: "offload archive", dataset: { testid: "archive", key: key[3] } },
+    h("div", { class: "offload-head" }, h("strong", {}, "compaction archive"), h("code", { class: "id" }, key[3]), open),
+    h("p", { class: "sizes" }, "The messages a compaction replaced, as they were (a Markdown transcript is stored beside them)."),
+    body);
 }
 
 /** One offloaded result: its size, its first lines, and a reader that pages through it. */

@@ -219,6 +219,13 @@ test("after a reload the offloads are still in IndexedDB, listed and readable", 
   await idle();
   const next = await readOffloaded(offloads[0].id, { store, sessionId: SESSION, offset: 201, limit: 200, lineChars: 2000 });
   assert.equal(await item.locator("[data-testid=offload-text]").textContent(), next.text);
+
+  // the compaction archive of prepare's run is listed too, and opens into its messages
+  const [archive] = (await store.loadRange(["context-keeper", SESSION, "archive"])).map((e) => e.key).filter((k) => !k[3].endsWith(".md"));
+  const listedArchive = page.locator(`[data-session="${SESSION}"] [data-testid=archive][data-key="${archive[3]}"]`);
+  await listedArchive.locator("button").click();
+  await idle();
+  assert.equal(await listedArchive.locator("[data-testid=archived-messages] > li").count(), (await readArchive(archive, { store })).messages.length);
 });
 
 test("a gzipped file opens in the page, its format detected", async () => {
