@@ -185,7 +185,7 @@ async function restart() {
     li.querySelector(".result").textContent = "";
   }
   const list = listOf(source.conversation);
-  status($("source-status"), `Loaded ${source.label}: ${FORMAT_NAMES[source.format] ?? "format not detected (read as OpenAI)"}, ${fmt(list.length)} messages.${source.note}`);
+  status($("source-status"), `Loaded ${source.label}: ${FORMAT_NAMES[source.format] ?? "format not detected (read as OpenAI)"}, ${fmt(list.length)} message${list.length === 1 ? "" : "s"}.${source.note}`);
   $("apply-status").textContent = "";
   renderAll();
   await plan();
