@@ -1,5 +1,6 @@
-// A small static file server for the demo page and the browser tests: it serves www/ at / and
-// the built package at /pkg/, on loopback only.
+// A small static file server for the demo page and the browser tests: it serves www/ at /, the
+// built package at /pkg/ and the bundled sample conversations (tests/data/) at /samples/, on
+// loopback only. A `.gz` file is sent as it is (application/gzip): the page decompresses it.
 import { createServer } from "node:http";
 import { readFile } from "node:fs/promises";
 import { dirname, extname, join, normalize, sep } from "node:path";
@@ -14,13 +15,21 @@ const types = {
   ".css": "text/css; charset=utf-8",
   ".wasm": "application/wasm",
   ".ts": "text/plain; charset=utf-8",
+  ".gz": "application/gzip",
 };
 
-/** Maps a URL path to a file under www/ or pkg/, or null if it points anywhere else. */
+/** URL prefixes served from folders other than www/. */
+const folders = [
+  [`${sep}pkg${sep}`, join(root, "pkg")],
+  [`${sep}samples${sep}`, join(root, "tests", "data")],
+];
+
+/** Maps a URL path to a file under www/, pkg/ or tests/data/, or null if it points anywhere else. */
 function resolve(urlPath) {
   const path = normalize(decodeURIComponent(urlPath.split("?")[0]));
-  const [base, rest] = path.startsWith(`${sep}pkg${sep}`)
-    ? [join(root, "pkg"), path.slice(5)]
+  const folder = folders.find(([prefix]) => path.startsWith(prefix));
+  const [base, rest] = folder
+    ? [folder[1], path.slice(folder[0].length)]
     : [join(root, "www"), path === sep ? "index.html" : path];
   const file = join(base, rest);
   return file.startsWith(base + sep) ? file : null;

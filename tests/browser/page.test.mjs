@@ -1,49 +1,342 @@
-// The demo page in headless Chromium: the browser entry loads, and what is typed is counted
-// live, exactly (checked against npm tiktoken in Node).
+// The demo page in headless Chromium, checked against the package's own numbers computed here in
+// Node: the bundled agent session loads (gunzipped in the page) and its gauge is countMessages';
+// the plan is keeper.plan's; the steps give what offloadMessages, pruneMessages and
+// evictToolInputs give; prepare in one call gives keeper.prepare's count, offloads (listed from
+// IndexedDB) and compaction marker, which opens into the archived messages; the offloads are
+// still there after a reload; a gzipped file opens; a summary can come from an OpenAI-compatible
+// endpoint (intercepted here) whose key is never stored; a conversation full of markup renders
+// as text. Screenshots at 1280 and 360 px go to $PAGE_SHOTS (default /tmp/context-keeper-page).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import {
+  ContextKeeper, countMessages, evictToolInputs, listOffloaded, modelInfo, offloadMessages,
+  pruneMessages, readArchive, readOffloaded,
+} from "context-keeper";
+import { MemoryStore } from "context-keeper/stores";
 import { openDemo } from "./chromium.mjs";
-import { referenceCount, texts } from "../js/reference.mjs";
+import { loadSession } from "../js/fixtures.mjs";
+
+const SHOTS = process.env.PAGE_SHOTS ?? "/tmp/context-keeper-page";
+const MODEL = "gpt-4o";
+const SESSION = "demo-agent-openai"; // the page's session id for the OpenAI sample
+const fmt = (n) => n.toLocaleString("en");
+const num = (text) => Number(text.replace(/[^\d]/g, ""));
 
 let demo, page, pageErrors;
+const dialogs = [];
+const openai = loadSession("openai");
 
 before(async () => {
+  mkdirSync(SHOTS, { recursive: true });
   demo = await openDemo();
   ({ page, pageErrors } = demo);
-  await page.waitForSelector("body[data-ready=true]", { timeout: 15_000 });
+  page.on("dialog", (dialog) => {
+    dialogs.push(dialog.message());
+    dialog.dismiss().catch(() => {});
+  });
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await page.waitForSelector("body[data-ready=true]", { timeout: 60_000 });
 });
 
 after(async () => {
   await demo?.close();
 });
 
-test("the page loads the wasm and shows zero for an empty text", async () => {
-  assert.equal(await page.textContent("[data-testid=o200k]"), "0");
-  assert.equal(await page.textContent("[data-testid=cl100k]"), "0");
+/** Waits until the page has finished what it was doing (its buttons are enabled again). */
+async function idle() {
+  await page.waitForFunction(() => document.body.dataset.ready === "true" && !document.querySelector("#run-prepare").disabled, null, { timeout: 120_000 });
+}
+
+async function setWindow(value) {
+  await page.fill("#window", value === undefined ? "" : String(value));
+  const shown = fmt(value ?? modelInfo(MODEL).contextWindow);
+  await page.waitForFunction((shown) => document.querySelector("[data-testid=gauge-window]").textContent === shown, shown, { timeout: 30_000 });
+  await page.waitForTimeout(300); // the settings are applied after a short pause in typing
+  await idle();
+}
+
+async function loadSample(id) {
+  await page.click(`[data-sample=${id}]`);
+  await page.waitForFunction((id) => document.querySelector(`[data-sample=${id}]`).getAttribute("aria-pressed") === "true", id);
+  await idle();
+}
+
+const gauge = async () => num(await page.textContent("[data-testid=gauge-tokens]"));
+
+/** The marker's header and summary in a message list (Node side). */
+function markerIn(messages) {
+  for (const message of messages) {
+    const text = typeof message.content === "string" ? message.content : JSON.stringify(message);
+    const match = /<context-keeper-compaction (\{.*?\})>\n?([\s\S]*)/.exec(text);
+    if (match) return { header: JSON.parse(match[1]), summary: match[2].trim() };
+  }
+  return null;
+}
+
+test("the page opens on the 300-turn agent session, its gauge the package's count", async () => {
+  const count = countMessages(openai, { model: MODEL });
+  assert.match(await page.textContent("[data-testid=source-status]"), /OpenAI Chat Completions, 644 messages/);
+  assert.equal(await gauge(), count.total);
+  assert.equal(num(await page.textContent("[data-testid=gauge-window]")), modelInfo(MODEL).contextWindow);
+  assert.equal(await page.locator("#messages > li").count(), openai.length);
+  // every row shows its own count, and the rows with the kinds a timeline needs are there
+  const rows = await page.$$eval("#messages > li", (lis) => lis.map((li) => [li.dataset.kind, li.querySelector(".tok").textContent]));
+  assert.deepEqual(rows.map(([, t]) => Number(t.replace(/[^\d]/g, ""))), count.perMessage);
+  const kinds = new Set(rows.map(([k]) => k));
+  for (const kind of ["system", "user", "tool-call", "tool-result", "image"]) assert.ok(kinds.has(kind), kind);
+  assert.equal(await page.locator("#gauge-now .seg").count(), openai.length + 1, "a segment per message, and one for the framing");
+  assert.match(await page.textContent("[data-testid=gauge-verdict]"), /^163%: over the window/);
   assert.deepEqual(pageErrors, []);
 });
 
-test("typing updates every count live, exactly", async () => {
-  for (const name of ["english", "code", "japanese", "emoji"]) {
-    const text = texts[name];
-    await page.fill("#text", "");
-    await page.locator("#text").pressSequentially(text.slice(0, 20));
-    await page.fill("#text", text); // the rest at once: `input` fires either way
-    assert.equal(Number(await page.textContent("[data-testid=o200k]")), referenceCount(text, "o200k_base"), name);
-    assert.equal(Number(await page.textContent("[data-testid=cl100k]")), referenceCount(text, "cl100k_base"), name);
-    assert.match(await page.textContent("[data-testid=estimate]"), /^≈ \d+$/);
-    assert.equal(Number(await page.textContent("[data-testid=chars]")), text.length);
+test("the plan is keeper.plan's", async () => {
+  const keeper = new ContextKeeper({ model: MODEL, store: new MemoryStore() });
+  const { report } = await keeper.plan(openai, { sessionId: SESSION });
+  keeper.free();
+  assert.equal(await page.textContent("[data-testid=plan-total]"), `${fmt(report.tokensBefore)} → ${fmt(report.tokensAfter)} tokens`);
+  assert.equal(await page.getAttribute(".decision", "data-decision"), report.decision);
+  const text = await page.textContent("[data-testid=plan]");
+  assert.match(text, new RegExp(`${report.pruned.length} result\\(s\\)${fmt(report.saved.prune)}`));
+  assert.match(text, new RegExp(`All ${report.offloaded.length + report.pruned.length + report.evicted.length} planned edits`));
+});
+
+test("step by step: offload, then prune and evict, give what the tier functions give", async () => {
+  await setWindow(32_000);
+  const store = new MemoryStore();
+  const offloaded = await offloadMessages(openai, { store, sessionId: SESSION, model: MODEL });
+  const pruned = pruneMessages(offloaded.messages, { model: MODEL });
+  const evicted = evictToolInputs(pruned.messages, { model: MODEL });
+
+  await page.click("[data-run=offload]");
+  await idle();
+  assert.equal(await gauge(), countMessages(offloaded.messages, { model: MODEL }).total);
+  assert.match(await page.textContent("[data-step=offload] .result"), new RegExp(`Done: ${offloaded.report.edits.length} result\\(s\\) offloaded to IndexedDB, ${fmt(offloaded.report.tokensSaved)} tokens saved`));
+  // the offloaded message shows before and after
+  const [edit] = offloaded.report.edits;
+  const row = page.locator(`#messages > li[data-index="${edit.messageIndex}"]`);
+  assert.equal(await row.getAttribute("class"), "msg s-edited");
+  assert.equal(await row.locator(".tok").textContent(), `${fmt(countMessages(openai, { model: MODEL }).perMessage[edit.messageIndex])} → ${fmt(countMessages(offloaded.messages, { model: MODEL }).perMessage[edit.messageIndex])} tok`);
+  await row.locator(".msg-head").click();
+  assert.match(await row.locator(".compare").textContent(), /Before: [\d,]+ tokens.*After: [\d,]+ tokens.*\[offloaded tool output id=/s);
+
+  await page.click("[data-run=prune]");
+  await idle();
+  assert.equal(await gauge(), countMessages(evicted.messages, { model: MODEL }).total);
+  assert.equal(await page.locator("#messages > li.s-edited").count(), new Set([...pruned.report.edits, ...evicted.report.edits].map((e) => e.messageIndex)).size);
+  assert.match(await page.textContent("[data-step=compact] .result"), /^Next: due: 47,166 is over the compaction threshold \(24,000\)/);
+
+  await page.click("[data-run=compact]");
+  await idle();
+  assert.match(await page.textContent("[data-step=compact] .result"), /^Done: [\d,]+ messages \([\d,]+ tokens\) archived and replaced by a heuristic summary/);
+  assert.equal(await page.locator("#messages > li.s-marker").count(), 1);
+  const after = await gauge();
+  assert.ok(after <= 24_000, `${after} tokens after compaction`);
+  assert.equal(after, num((await page.textContent("[data-testid=apply-status]")).split("→")[1]));
+
+  // screenshots of the result, at the top of the page
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.screenshot({ path: join(SHOTS, "desktop.png"), fullPage: true });
+  await page.setViewportSize({ width: 360, height: 780 });
+  await page.evaluate(() => window.scrollTo(0, 0));
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth);
+  await page.screenshot({ path: join(SHOTS, "phone.png"), fullPage: true });
+  await page.screenshot({ path: join(SHOTS, "phone-top.png") });
+  await page.setViewportSize({ width: 1280, height: 900 });
+  assert.ok(overflow <= 360, `the page is ${overflow} px wide at 360`);
+});
+
+test("prepare in one call: the gauge, the offloads listed from IndexedDB and the marker are keeper.prepare's", async () => {
+  const store = new MemoryStore();
+  const keeper = new ContextKeeper({ model: MODEL, contextWindow: 32_000, store });
+  const { messages, report } = await keeper.prepare(openai, { sessionId: SESSION });
+  keeper.free();
+  assert.equal(report.decision, "compacted");
+
+  await page.click("#run-prepare");
+  await idle();
+  assert.equal(await gauge(), report.tokensAfter);
+  assert.match(await page.textContent("[data-testid=apply-status]"), new RegExp(`^prepare \\(compacted\\): ${fmt(report.tokensBefore)} → ${fmt(report.tokensAfter)} tokens`));
+  assert.equal(await page.locator("#messages > li").count(), messages.length);
+
+  const { offloads } = await listOffloaded({ store, sessionId: SESSION });
+  const listed = await page.$$eval(`[data-session="${SESSION}"] [data-testid=offload]`, (items) => items.map((li) => [li.dataset.id, li.querySelector(".sizes").textContent]));
+  assert.deepEqual(listed, offloads.map((o) => [o.id, `${fmt(o.tokens)} tokens · ${fmt(o.lines)} lines · ${fmt(o.bytes)} bytes`]));
+  assert.deepEqual(offloads.map((o) => o.id), report.offloaded.map((e) => e.original.id));
+  const preview = await page.textContent(`[data-id="${offloads[0].id}"] pre.preview`);
+  assert.equal(preview, (await readOffloaded(offloads[0].id, { store, sessionId: SESSION, limit: 10, lineChars: 200 })).text);
+
+  // the marker opens into the messages it archived, read back from IndexedDB
+  const marker = markerIn(messages);
+  const archived = await readArchive(marker.header.key, { store });
+  const row = page.locator("#messages > li[data-kind=marker]");
+  await row.locator(".msg-head").focus();
+  await page.keyboard.press("Enter");
+  assert.equal(await row.locator(".msg-head").getAttribute("aria-expanded"), "true");
+  assert.equal(await row.locator(".part pre").first().textContent(), marker.summary.length > 4000 ? `${marker.summary.slice(0, 4000)}…` : marker.summary);
+  await row.locator("[data-testid=open-archive]").click();
+  await idle();
+  const rows = row.locator("[data-testid=archived-messages] > li");
+  assert.equal(await rows.count(), archived.messages.length);
+  assert.equal(archived.messages.length, marker.header.archivedMessages);
+  await rows.nth(0).locator(".msg-head").click();
+  assert.equal(await rows.nth(0).locator("pre").first().textContent(), archived.messages[0].content.slice(0, 4000) + (archived.messages[0].content.length > 4000 ? "…" : ""));
+  assert.deepEqual(pageErrors, []);
+});
+
+test("after a reload the offloads are still in IndexedDB, listed and readable", async () => {
+  const store = new MemoryStore();
+  const keeper = new ContextKeeper({ model: MODEL, contextWindow: 32_000, store });
+  await keeper.prepare(openai, { sessionId: SESSION });
+  keeper.free();
+  const { offloads } = await listOffloaded({ store, sessionId: SESSION });
+
+  await page.reload();
+  await page.waitForSelector("body[data-ready=true]", { timeout: 60_000 });
+  await idle();
+  const stored = await page.evaluate(async (session) => {
+    const { IndexedDBStore } = await import("context-keeper/stores");
+    const db = new IndexedDBStore({ name: "context-keeper-demo" });
+    try {
+      return (await db.loadRange(["context-keeper", session, "offload"])).map((e) => e.key[3]);
+    } finally {
+      await db.close();
+    }
+  }, SESSION);
+  assert.deepEqual(stored, offloads.map((o) => o.id));
+  const listed = await page.$$eval(`[data-session="${SESSION}"] [data-testid=offload]`, (items) => items.map((li) => li.dataset.id));
+  assert.deepEqual(listed, offloads.map((o) => o.id));
+
+  const item = page.locator(`[data-id="${offloads[0].id}"]`);
+  await item.locator("button").click();
+  await idle();
+  const read = await readOffloaded(offloads[0].id, { store, sessionId: SESSION, limit: 200, lineChars: 2000 });
+  assert.equal(await item.locator("[data-testid=offload-text]").textContent(), read.text);
+  assert.match(await item.locator(".reader .hint").textContent(), new RegExp(`Lines 1–200 of ${fmt(read.totalLines)}`));
+  await item.locator("button", { hasText: "Next 200 lines" }).click();
+  await idle();
+  const next = await readOffloaded(offloads[0].id, { store, sessionId: SESSION, offset: 201, limit: 200, lineChars: 2000 });
+  assert.equal(await item.locator("[data-testid=offload-text]").textContent(), next.text);
+
+  // the compaction archive of prepare's run is listed too, and opens into its messages
+  const [archive] = (await store.loadRange(["context-keeper", SESSION, "archive"])).map((e) => e.key).filter((k) => !k[3].endsWith(".md"));
+  const listedArchive = page.locator(`[data-session="${SESSION}"] [data-testid=archive][data-key="${archive[3]}"]`);
+  await listedArchive.locator("button").click();
+  await idle();
+  assert.equal(await listedArchive.locator("[data-testid=archived-messages] > li").count(), (await readArchive(archive, { store })).messages.length);
+});
+
+test("a gzipped file opens in the page, its format detected", async () => {
+  const path = fileURLToPath(new URL("../data/sessions/agent-300.anthropic.json.gz", import.meta.url));
+  await page.setInputFiles("#file", path);
+  await page.waitForFunction(() => /Anthropic Messages/.test(document.querySelector("[data-testid=source-status]").textContent));
+  await idle();
+  const anthropic = loadSession("anthropic");
+  assert.match(await page.textContent("[data-testid=source-status]"), /^Loaded agent-300\.anthropic\.json\.gz: Anthropic Messages, 627 messages\./);
+  assert.equal(await gauge(), countMessages(anthropic, { model: MODEL }).total);
+  assert.equal(await page.locator("#messages > li").count(), anthropic.messages.length);
+});
+
+test("a summary from an OpenAI-compatible endpoint; the key is sent with it and stored nowhere", async () => {
+  const KEY = "sk-test-key-never-stored-5d1c";
+  const SUMMARY = "SUMMARY FROM THE ENDPOINT: the agent fixed db_collation propagation.";
+  const requests = [];
+  await page.route("https://llm.example.test/**", async (route) => {
+    const request = route.request();
+    if (request.method() === "OPTIONS") {
+      return route.fulfill({ status: 204, headers: { "access-control-allow-origin": "*", "access-control-allow-headers": "authorization, content-type", "access-control-allow-methods": "POST" } });
+    }
+    requests.push({ url: request.url(), authorization: (await request.allHeaders()).authorization, body: request.postDataJSON() });
+    return route.fulfill({ status: 200, headers: { "access-control-allow-origin": "*" }, contentType: "application/json", body: JSON.stringify({ choices: [{ message: { role: "assistant", content: SUMMARY } }] }) });
+  });
+  try {
+    await loadSample("agent-openai");
+    await setWindow(32_000);
+    await page.check("input[name=summarizer][value=endpoint]");
+    await page.fill("#ep-url", "https://llm.example.test/v1/");
+    await page.fill("#ep-model", "tiny-summarizer");
+    await page.fill("#ep-key", KEY);
+    await page.click("#run-prepare");
+    await idle();
+    assert.equal(requests.length, 1);
+    assert.equal(requests[0].url, "https://llm.example.test/v1/chat/completions");
+    assert.equal(requests[0].authorization, `Bearer ${KEY}`);
+    assert.equal(requests[0].body.model, "tiny-summarizer");
+    assert.deepEqual(requests[0].body.messages.map((m) => m.role), ["system", "user"]);
+    const row = page.locator("#messages > li[data-kind=marker]");
+    await row.locator(".msg-head").click();
+    assert.match(await row.locator(".part pre").first().textContent(), new RegExp(`^${SUMMARY}`));
+
+    const found = await page.evaluate(async (key) => {
+      const { IndexedDBStore } = await import("context-keeper/stores");
+      const db = new IndexedDBStore({ name: "context-keeper-demo" });
+      const decoder = new TextDecoder();
+      try {
+        const values = (await db.loadRange([])).map((e) => decoder.decode(e.data));
+        const storage = [localStorage, sessionStorage].flatMap((s) => Object.keys(s).map((k) => `${k}=${s.getItem(k)}`));
+        return { indexedDB: values.some((v) => v.includes(key)), values: values.length, storage: storage.some((v) => v.includes(key)), cookie: document.cookie.includes(key) };
+      } finally {
+        await db.close();
+      }
+    }, KEY);
+    assert.deepEqual(found, { indexedDB: false, values: found.values, storage: false, cookie: false });
+    assert.ok(found.values > 3, "the store holds the offload, the archive and the state");
+  } finally {
+    await page.unroute("https://llm.example.test/**");
+    await page.fill("#ep-key", "");
+    await page.check("input[name=summarizer][value=heuristic]");
   }
 });
 
-test("a model picks the encoding, and an unknown one shows its error", async () => {
-  const text = texts.code;
-  await page.fill("#text", text);
-  await page.fill("#model", "gpt-4");
-  assert.equal(Number(await page.textContent("[data-testid=by-model]")), referenceCount(text, "cl100k_base"));
-  await page.fill("#model", "no-such-model");
-  assert.match(await page.textContent("[data-testid=status]"), /ContextKeeperError: unknown model "no-such-model"/);
-  await page.fill("#model", "");
+test("markup in a conversation renders as text: no element, no script, no dialog", async () => {
+  const img = `<img src=x onerror="window.__injected='img';alert('img')">`;
+  const script = `<script>window.__injected='script';alert('script')</script>`;
+  const svg = `<svg onload="window.__injected='svg'"></svg><iframe srcdoc="<script>parent.__injected='iframe'</script>"></iframe>`;
+  const all = `${img} ${script} ${svg}`;
+  const output = (lines) => Array.from({ length: lines }, (_, i) => `line ${i} ${all}`).join("\n");
+  const conversation = [
+    { role: "system", content: `System ${all}` },
+    { role: "user", content: `Task: ${all}` },
+  ];
+  for (let turn = 0; turn < 8; turn++) {
+    conversation.push({ role: "assistant", content: `Thinking ${all}`, tool_calls: [{ id: `call_${turn}`, type: "function", function: { name: "bash", arguments: JSON.stringify({ command: `echo '${all}'` }) } }] });
+    conversation.push({ role: "tool", tool_call_id: `call_${turn}`, content: output(turn === 0 ? 900 : 120) });
+  }
+  conversation.push({ role: "user", content: [{ type: "text", text: `Next: ${all}` }] });
+  conversation.push({ role: "assistant", content: `Done ${all}` });
+
+  await setWindow(16_000);
+  await page.fill("#paste", JSON.stringify(conversation));
+  await page.click("#read-paste");
+  await page.waitForFunction(() => /pasted conversation/.test(document.querySelector("[data-testid=source-status]").textContent));
+  await idle();
+  await page.click("#run-prepare");
+  await idle();
+  assert.match(await page.textContent("[data-testid=apply-status]"), /Compaction: compacted/);
+
+  // open every message, the marker's archive and every archived message, and the offload
+  for (const head of await page.locator("#messages > li > .msg-head").all()) await head.click();
+  await page.locator("[data-testid=open-archive]").click();
+  await idle();
+  for (const head of await page.locator("[data-testid=archived-messages] .msg-head").all()) await head.click();
+  const session = await page.$eval("[data-session^=pasted-]", (s) => s.dataset.session);
+  await page.locator(`[data-session="${session}"] [data-testid=offload] button`).first().click();
+  await idle();
+  await page.waitForTimeout(300);
+
+  const dom = await page.evaluate(() => ({
+    injected: window.__injected ?? null,
+    elements: document.querySelectorAll("img, svg, iframe").length,
+    scripts: [...document.scripts].map((s) => s.src || s.type),
+    literal: document.body.textContent.includes(`<img src=x onerror="window.__injected='img';alert('img')">`),
+    scriptText: document.body.textContent.includes("<script>window.__injected='script'"),
+  }));
+  assert.deepEqual(dialogs, []);
+  assert.deepEqual(dom, { injected: null, elements: 0, scripts: ["importmap", new URL("main.js", page.url()).href], literal: true, scriptText: true });
+  assert.deepEqual(pageErrors, []);
+  await setWindow(undefined);
 });
 
 test("the package imports in a page as an ES module with top-level await", async () => {
