@@ -652,6 +652,8 @@ function bindKeeper(core, h) {
       const holdsFor = Math.max(0, last.report.holdsFor - turns);
       const outList = fresh.length === 0 ? last.outList : last.outList.concat(fresh);
       const output = envelope === null ? outList : { ...last.outEnvelope, messages: outList };
+      // the session's calibration (another session of this keeper may have set another)
+      keeper.calibrate(last.calibration ?? 1);
       const tokens = keeper.count(output);
       if (tokens > (holdsFor > 0 ? last.heldCeiling : last.ceiling)) return null;
       const before = last.report.tokensBefore + (tokens - last.report.tokensAfter);
@@ -670,11 +672,11 @@ function bindKeeper(core, h) {
         failures: [],
         saved: { ...last.report.saved, offload: 0, compact: 0 },
       };
-      this.#remember(sessionId, history, output, report, last.offloadLimit, last.stored);
+      this.#remember(sessionId, history, output, report, last.offloadLimit, last.stored, last.calibration);
       return { messages: output, report };
     }
 
-    #remember(sessionId, history, output, report, offloadLimit, stored) {
+    #remember(sessionId, history, output, report, offloadLimit, stored, calibration) {
       const input = listOf(history);
       const out = listOf(output);
       if (input === null || out === null || this.#budget === null) return;
@@ -689,6 +691,7 @@ function bindKeeper(core, h) {
         offloadLimit,
         // the length of the output whose hashes the state holds (the last full prepare's)
         stored: stored ?? out.list.length,
+        calibration,
         ceiling: Math.min(this.#budget.pruneAt, flushAt),
         heldCeiling: Math.min(this.#budget.compactAt, flushAt),
       });
@@ -772,7 +775,8 @@ function bindKeeper(core, h) {
         if (!saved.ok) report.stateFailure = saved.reason;
       }
       const offloadLimit = this.#budget?.offloadAt ?? Infinity;
-      if (report.managed) this.#remember(sessionId, history, done.messages, report, offloadLimit);
+      const calibration = done.state === undefined ? last?.calibration : core.__CkKeeper.calibration(done.state);
+      if (report.managed) this.#remember(sessionId, history, done.messages, report, offloadLimit, undefined, calibration);
       return { messages: done.messages, report };
     }
 
@@ -801,7 +805,13 @@ function bindKeeper(core, h) {
         const bytes = core.__CkKeeper.recordUsage(state.bytes, usage);
         const saved = await attempt(() => this.#store.save(state.key, bytes), this.#options.storeTimeoutMs);
         if (!saved.ok) throw storeError("save", saved, state.key);
-        return core.__CkKeeper.stats(bytes).usage;
+        // NOTE: a model counted by proxy is calibrated by what the provider read of the last
+        // prepared messages; this keeper's counts use it from now on, any keeper's from the
+        // session's next prepare.
+        const calibration = core.__CkKeeper.calibration(bytes) ?? null;
+        const last = this.#last.get(sessionId);
+        if (last !== undefined) last.calibration = calibration ?? undefined;
+        return { ...core.__CkKeeper.stats(bytes).usage, calibration };
       });
     }
 

@@ -20,7 +20,7 @@ use super::{enter, walk};
 use crate::context::keeper::{Call, KeeperOptions, Need, Prepare, PrepareError};
 use crate::context::state::SessionState;
 use crate::context::Outcome;
-use crate::counting::{CountMessagesOptions, Counter};
+use crate::counting::{CountMessagesOptions, Counter, MAX_CALIBRATION_FACTOR};
 use crate::messages::type_name as type_name_of_json;
 
 fn prepare_error(err: PrepareError) -> ContextError {
@@ -106,6 +106,27 @@ impl KeeperJs {
         })
     }
 
+    /// A session's calibration (provider tokens per estimated token), if `recordUsage` found
+    /// one.
+    pub fn calibration(state: Option<Vec<u8>>) -> Option<f64> {
+        let state = SessionState::from_bytes(state.as_deref());
+        state.keeper.calibration_ppm.map(|ppm| ppm as f64 / 1e6)
+    }
+
+    /// Applies a session's calibration to this keeper's counter now (prepare applies the
+    /// stored one itself), so the next count is calibrated.
+    pub fn calibrate(&self, ratio: f64) {
+        if let Some(model) = self.options.model.as_deref() {
+            let ppm = (ratio * 1e6).round() as u64;
+            self.counting.counter.borrow_mut().calibrate(
+                model,
+                &crate::counting::ModelOverrides::default(),
+                1_000_000,
+                ppm,
+            );
+        }
+    }
+
     /// Empties the count cache and the calibrations.
     pub fn clear(&self) {
         let mut counter = self.counting.counter.borrow_mut();
@@ -173,7 +194,24 @@ impl KeeperJs {
             "cachedInputTokens",
         ])?;
         let write = field(&["cacheWriteTokens", "cache_creation_input_tokens"])?;
+        // NOTE: what the provider read, to compare with the estimate: Anthropic's
+        // `input_tokens` leaves out the cached tokens, every other report's input includes them.
+        let anthropic = map.contains_key("input_tokens")
+            && (map.contains_key("cache_read_input_tokens")
+                || map.contains_key("cache_creation_input_tokens"));
+        let read_in_all = if anthropic {
+            input + read + write
+        } else {
+            input
+        };
         let mut state = SessionState::from_bytes(state.as_deref());
+        if let Some(estimated) = state.keeper.estimated_tokens.filter(|n| *n > 0) {
+            if read_in_all > 0 {
+                let ratio = (read_in_all as f64 / estimated as f64)
+                    .clamp(1.0 / MAX_CALIBRATION_FACTOR, MAX_CALIBRATION_FACTOR);
+                state.keeper.calibration_ppm = Some((ratio * 1e6).round() as u64);
+            }
+        }
         let usage = &mut state.keeper.stats.usage;
         usage.calls += 1;
         usage.input_tokens += input;

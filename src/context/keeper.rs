@@ -34,7 +34,9 @@ use super::offload::{self, OffloadOptions, OffloadPlan};
 use super::prune::{self, PruneOptions};
 use super::state::{Horizon, SessionState};
 use super::{result_sites, Edit, Failure, Outcome, Report, Save, Turns};
-use crate::counting::{CountMessagesError, CountMessagesOptions, Counter, MessageKey};
+use crate::counting::{
+    CountMessagesError, CountMessagesOptions, Counter, MessageKey, ModelOverrides,
+};
 use crate::messages::{Conversation, Format, Role};
 
 /// Default prune/evict threshold: this share of the window.
@@ -454,6 +456,9 @@ pub struct Prepare {
     input_keys: Vec<MessageKey>,
     /// The working conversation's keys (its output hashes).
     keys: Vec<MessageKey>,
+    /// The working conversation's count before calibration, and the input's.
+    raw_tokens: u64,
+    input_raw: u64,
     flush_request: Option<FlushRequest>,
 }
 
@@ -482,6 +487,13 @@ impl Prepare {
             }
             (true, Ok(budget)) => Some(budget),
         };
+        if let Some(model) = options.model.as_deref() {
+            // NOTE: the session's calibration (recordUsage), or none, on this keeper's counter
+            // (another session of the keeper may have set another); a model counted exactly
+            // is left alone by `calibrate`.
+            let ppm = state.keeper.calibration_ppm.unwrap_or(1_000_000);
+            counter.calibrate(model, &ModelOverrides::default(), 1_000_000, ppm);
+        }
         let (count, keys) =
             counter.count_keyed(&conv, &options.count_options(conv.format()), &[])?;
         report.tokens_before = count.total;
@@ -529,6 +541,8 @@ impl Prepare {
             input_count: (count.total, count.per_message.clone()),
             input_keys: keys.clone(),
             keys,
+            raw_tokens: count.uncalibrated.unwrap_or(count.total),
+            input_raw: count.uncalibrated.unwrap_or(count.total),
             per_message: count.per_message,
             estimated: !count.exact,
             base_is_input: true,
@@ -878,6 +892,7 @@ impl Prepare {
         // NOTE: nothing edited since the input was counted: its count stands.
         if self.base_is_input && pruned.edits.is_empty() && evicted.edits.is_empty() {
             self.tokens = self.input_count.0;
+            self.raw_tokens = self.input_raw;
             self.per_message.clone_from(&self.input_count.1);
             self.keys.clone_from(&self.input_keys);
         } else {
@@ -888,6 +903,7 @@ impl Prepare {
                 &known,
             )?;
             self.tokens = count.total;
+            self.raw_tokens = count.uncalibrated.unwrap_or(count.total);
             self.per_message = count.per_message;
             self.estimated = !count.exact;
             self.keys = keys;
@@ -994,6 +1010,11 @@ impl Prepare {
         stats.saved.compact += self.report.saved.compact;
         stats.events.failures += self.report.failures.len() as u64;
         self.state.keeper.output = hashes;
+        // NOTE: only a model counted by proxy is calibrated (an exact one's estimate is only
+        // the framing of tool calls and images, which a ratio would not fix).
+        let proxy =
+            (self.options.model.as_deref()).is_some_and(|m| !crate::model::model_info(m).exact);
+        self.state.keeper.estimated_tokens = (proxy && self.estimated).then_some(self.raw_tokens);
         self.state_changed = true;
     }
 

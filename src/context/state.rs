@@ -84,6 +84,14 @@ pub struct KeeperRecord {
     pub output: String,
     /// Running figures ([`KeeperStats`]).
     pub stats: KeeperStats,
+    /// The uncalibrated count of the previous output, when it was estimated (the model is
+    /// counted by proxy): what `recordUsage` compares the provider's input tokens with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimated_tokens: Option<u64>,
+    /// The calibration `recordUsage` found for this session's model: the provider's input
+    /// tokens per estimated token, in millionths. Counts of later prepares are scaled by it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibration_ppm: Option<u64>,
 }
 
 impl KeeperRecord {

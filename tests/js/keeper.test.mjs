@@ -243,7 +243,7 @@ test("usage, stats, the prompt segment, the tools and the memory file", async ()
   const store = new MemoryStore();
   const keeper = new ContextKeeper({ model: "gpt-4o", store });
   const usage = await keeper.recordUsage("s", { input_tokens: 1200, output_tokens: 80, cache_read_input_tokens: 1000 });
-  assert.deepEqual(usage, { calls: 1, inputTokens: 1200, outputTokens: 80, cacheReadTokens: 1000, cacheWriteTokens: 0 });
+  assert.deepEqual(usage, { calls: 1, inputTokens: 1200, outputTokens: 80, cacheReadTokens: 1000, cacheWriteTokens: 0, calibration: null });
   await keeper.recordUsage("s", { prompt_tokens: 10, completion_tokens: 2 });
   assert.equal((await keeper.stats("s")).usage.inputTokens, 1210);
   await assert.rejects(keeper.recordUsage("s", { input_tokens: "many" }), (e) => e.kind === "options" && e.path === "usage.input_tokens");
@@ -259,4 +259,36 @@ test("bad options are named", () => {
   assert.throws(() => new ContextKeeper({ model: "gpt-4o" }), (e) => e.kind === "options" && e.path === "options.store");
   assert.throws(() => new ContextKeeper({ model: "gpt-4o", store: new MemoryStore(), thresholds: { prune: "high" } }), (e) => e.kind === "options" && e.path === "options.thresholds.prune");
   assert.throws(() => new ContextKeeper({ model: "gpt-4o", store: new MemoryStore(), treshold: 1 }), (e) => e.kind === "options" && /treshold/.test(e.message));
+});
+
+test("recordUsage calibrates a model counted by proxy: by what the provider read of the last prepared messages, for this keeper and the session's next keeper", async () => {
+  const store = new MemoryStore();
+  const history = [...head("anthropic"), ...Array.from({ length: 6 }, (_, t) => turn("anthropic", t)).flat()];
+  const request = { model: "claude-sonnet-4-5", max_tokens: 1_000, system: "You are a coding agent.", messages: history };
+  const keeper = new ContextKeeper({ model: "claude-sonnet-4-5", contextWindow: 200_000, store });
+  const first = await keeper.prepare(request, { sessionId: "cal" });
+  assert.equal(first.report.estimated, true, "claude is counted by proxy");
+  // the provider read 25% more than the estimate (Anthropic: input plus the cached tokens)
+  const read = Math.round(first.report.tokensAfter * 1.25);
+  const usage = await keeper.recordUsage("cal", { input_tokens: read - 1_000, cache_read_input_tokens: 1_000, output_tokens: 50 });
+  assert.ok(Math.abs(usage.calibration - 1.25) < 0.001, `calibration ${usage.calibration}`);
+  const again = await keeper.prepare(request, { sessionId: "cal" });
+  assert.ok(Math.abs(again.report.tokensAfter - read) <= 1, `${again.report.tokensAfter} after calibration, the provider read ${read}`);
+  // a new keeper (a stateless Worker's next request) loads it with the session state
+  const next = new ContextKeeper({ model: "claude-sonnet-4-5", contextWindow: 200_000, store });
+  const third = await next.prepare(request, { sessionId: "cal" });
+  assert.equal(third.report.tokensAfter, again.report.tokensAfter);
+  // another session of that keeper is not calibrated by this one's usage
+  const other = await next.prepare(request, { sessionId: "other" });
+  assert.equal(other.report.tokensAfter, first.report.tokensAfter);
+  keeper.free();
+  next.free();
+  // an exact model is never calibrated
+  const exact = new ContextKeeper({ model: "gpt-4o", contextWindow: 128_000, store });
+  const openaiHistory = [...head("openai"), ...turn("openai", 0)];
+  const counted = await exact.prepare(openaiHistory, { sessionId: "exact" });
+  const none = await exact.recordUsage("exact", { prompt_tokens: counted.report.tokensAfter * 2, completion_tokens: 2 });
+  assert.equal(none.calibration, null);
+  assert.equal((await exact.prepare(openaiHistory, { sessionId: "exact" })).report.tokensAfter, counted.report.tokensAfter);
+  exact.free();
 });
