@@ -388,3 +388,16 @@ test("text from the conversation cannot send escape codes to the terminal", () =
 function hasScript() {
   return spawnSync("script", ["--version"], { encoding: "utf8" }).status === 0;
 }
+
+test("scripts/demo's command-line half runs report, prepare, list and grep on the bundled session", () => {
+  const script = new URL("../../scripts/demo-cli.mjs", import.meta.url).pathname;
+  const r = spawnSync(process.execPath, [script, "--no-serve"], { env: baseEnv, encoding: "utf8", maxBuffer: 64 << 20 });
+  assert.equal(r.status, 0, r.stderr);
+  for (const step of ["report agent-300.openai.json --model gpt-4o", "prepare agent-300.openai.json --model gpt-4o --store $TMP/store", "list --store $TMP/store", "grep 'def convert_empty_strings'", "--window 32000"]) {
+    assert.ok(r.stdout.includes(`$ context-keeper ${step}`) || r.stdout.includes(step), step);
+  }
+  assert.match(r.stdout, /208,537 of 128,000 tokens/);
+  assert.match(r.stderr, /prepare: 208,537 -> [\d,]+ tokens .*: fits, pruned/);
+  assert.match(r.stderr, /compacted messages \d+-\d+/);
+  assert.match(r.stdout, /archive 0001-/);
+});
