@@ -12,7 +12,7 @@ import * as ck from "../node.js";
 import * as stores from "../stores/node.js";
 import { LONG_INPUT_BYTES, UsageError, parseConversation, readBytes, sizeOf } from "./input.js";
 import { commandSummarizer, renderPrepare, serialize } from "./prepare.js";
-import { grep, list, openStore, read, renderGrep, renderList, renderRead } from "./recover.js";
+import { ensureStoreDir, grep, list, openStore, read, renderGrep, renderList, renderRead } from "./recover.js";
 import { analyze, renderReport } from "./report.js";
 import { Progress, paletteFor, safeLine, safeText } from "./term.js";
 
@@ -251,6 +251,7 @@ async function prepare(values, [file], context) {
     repairs = repaired.report;
   }
   const dir = values.store ?? DEFAULT_STORE;
+  ensureStoreDir(dir);
   const store = new stores.FileSystemStore({ dir });
   const sessionId = values.session ?? DEFAULT_SESSION;
   const heuristic = command === "heuristic";
@@ -360,4 +361,8 @@ process.stdout.on("error", (err) => {
   if (err.code === "EPIPE") process.exit(process.exitCode ?? 0);
   throw err;
 });
-process.exitCode = await main(process.argv.slice(2));
+const code = await main(process.argv.slice(2));
+// NOTE: exit once stdout and stderr are flushed, rather than when the event loop is empty: a
+// store call that never settled (the keeper gave up on it after its timeout) must not keep
+// the command running.
+process.stdout.write("", () => process.stderr.write("", () => process.exit(code)));

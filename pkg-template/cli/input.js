@@ -25,6 +25,7 @@ export async function readBytes(file, { stdin = process.stdin, onProgress } = {}
   let size;
   if (file === "-") {
     stream = stdin;
+    if (stdin.isTTY) process.stderr.write("reading the conversation from stdin (end it with Ctrl-D)\n");
   } else {
     let stat;
     try {

@@ -111,7 +111,8 @@ export function renderPrepare(result, c) {
   }
   if (r.failures.length) lines.push(`  ${c.yellow(`${r.failures.length} offload${r.failures.length === 1 ? "" : "s"} not stored`)}: ${safeLine(r.failures[0].reason ?? "")}`);
   if (r.stateFailure) lines.push(`  ${c.yellow("session state not saved")}: ${safeLine(r.stateFailure)}`);
-  if (r.overBudget) lines.push(`  ${c.red("why")}: ${safeLine(r.overBudget)}`);
+  const said = comp?.outcome === "failed" && typeof comp.reason === "string" && r.overBudget?.includes(comp.reason);
+  if (r.overBudget && !said) lines.push(`  ${c.red("why")}: ${safeLine(r.overBudget)}`);
   if (r.offloaded.length || (comp && comp.outcome !== "failed" && comp.outcome !== "unchanged")) {
     lines.push(c.dim(`  stored in ${store} (session ${safeLine(sessionId)}); read back: context-keeper list --store ${store} --session ${safeLine(sessionId)}`));
   }

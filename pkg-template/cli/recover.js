@@ -1,7 +1,8 @@
 // `context-keeper list|read|grep`: a store directory as the model's recovery tools see it. The
 // text printed is the tools' own (`rendered` of listOffloaded, readOffloaded, grepOffloaded);
 // compaction archives are read with readArchive. Without --session, every session in the store.
-import { existsSync, statSync } from "node:fs";
+import { accessSync, constants, existsSync, mkdirSync, statSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import { UsageError } from "./input.js";
 
 const NAMESPACE = "context-keeper";
@@ -12,6 +13,31 @@ export function openStore(dir, stores) {
     throw new UsageError(`${dir}: no store there (prepare --store ${dir} writes one)`);
   }
   return new stores.FileSystemStore({ dir });
+}
+
+/**
+ * Makes sure `dir` is a directory this process can write, creating it (and its missing parents)
+ * first, so a bad --store is one clear error before any work rather than a failure per save.
+ */
+export function ensureStoreDir(dir) {
+  const missing = [];
+  let at = resolve(dir);
+  // NOTE: one level at a time: Node's recursive mkdir never returns under some pseudo file
+  // systems (`/proc/x/y`), where a plain mkdir fails at once.
+  while (!existsSync(at)) {
+    missing.unshift(at);
+    const up = dirname(at);
+    if (up === at) break;
+    at = up;
+  }
+  try {
+    for (const path of missing) mkdirSync(path);
+    if (!statSync(resolve(dir)).isDirectory()) throw new UsageError(`--store ${dir}: not a directory`);
+    accessSync(resolve(dir), constants.W_OK);
+  } catch (err) {
+    if (err instanceof UsageError) throw err;
+    throw new UsageError(`--store ${dir}: cannot write a store there (${err.code ?? err.message})`);
+  }
 }
 
 /** The sessions with anything stored, sorted. */

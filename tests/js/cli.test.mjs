@@ -256,6 +256,11 @@ test("prepare into a store directory, then list, read and grep find what it offl
   assertOneLineError(run(["grep", "(", "--store", store]), "pattern");
   assertOneLineError(run(["read", "no-such-id", "--store", store]), '"no-such-id"');
   assertOneLineError(run(["list", "--store", join(tmp, "no-store")]), "no store");
+  // A store that cannot be written is an error before any work, not a failure per save.
+  const file = join(tmp, "a-file");
+  writeFileSync(file, "");
+  assertOneLineError(run(["prepare", sessionGz, "--model", "gpt-4o", "--store", file]), ["--store", "not a directory"]);
+  assertOneLineError(run(["prepare", sessionGz, "--model", "gpt-4o", "--store", join(file, "sub")]), ["--store", "cannot write"]);
 
   // Without --out the conversation is on stdout, what was done on stderr.
   const piped = run(["prepare", "-", "--model", "gpt-4o", "--store", store, "--session", "s2"], { input: readFileSync(out) });
@@ -324,6 +329,12 @@ test("a summarizer that fails keeps the conversation whole: exit code 1, the rea
   assert.ok(!messages.some((m) => typeof m.content === "string" && m.content.startsWith("<context-keeper-compaction")));
   const ids = (list) => list.flatMap((m) => [...(m.tool_calls ?? []).map((c) => c.id), ...(m.tool_call_id ? [m.tool_call_id] : [])]);
   assert.deepEqual(ids(messages), ids(session));
+  // A command that does not answer in time is ended, and counts as a failure.
+  const started = Date.now();
+  const slow = run(["prepare", sessionGz, "--model", "gpt-4o", "--window", "32000", "--store", store, "--session", "slow", "--summarizer", "sleep 30", "--summarizer-timeout", "1", "--json"]);
+  assert.equal(slow.status, 1);
+  assert.ok(Date.now() - started < 20_000, "ended well before the command would have");
+  assert.match(json(slow).report.compaction.reason, /did not answer within 1 s/);
   // The human summary says why, on stderr.
   const human = run(["prepare", sessionGz, "--model", "gpt-4o", "--window", "32000", "--store", store, "--summarizer", "exit 4", "--out", join(tmp, "x.json")]);
   assert.equal(human.status, 1);
