@@ -12,7 +12,7 @@
 // NOTE: wasm-pack would run cargo once per target; this script runs it once per feature set
 // and calls wasm-bindgen itself (the version Cargo.toml pins, as scripts/setup installs it).
 import { execFileSync, spawn } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync, readdirSync } from "node:fs";
+import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync, readdirSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync, brotliCompressSync, constants as zlib } from "node:zlib";
@@ -281,6 +281,11 @@ for (const module of ["errors.js", "context/index.js"]) {
 const manifest = JSON.parse(readFileSync(join(out, "package.json"), "utf8"));
 manifest.version = cargo.package.version;
 writeFileSync(join(out, "package.json"), JSON.stringify(manifest, null, 2) + "\n");
+// The command line (pkg-template/cli/, copied with the template): executable, as npm links it.
+for (const [name, path] of Object.entries(manifest.bin ?? {})) {
+  if (!existsSync(join(out, path))) throw new Error(`package.json names the bin ${name} at ${path}, which pkg-template lacks`);
+  chmodSync(join(out, path), 0o755);
+}
 
 const kb = (n) => `${(n / 1024).toFixed(0)} KiB`;
 for (const entry of entries) {

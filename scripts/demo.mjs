@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// The main job for now: token counts of a bundled sample conversation, then the live-count page
-// served on 127.0.0.1 until Ctrl-C.
+// The main job's second half (scripts/demo runs the command line on the 300-turn session first):
+// token counts of a bundled sample conversation, then the demo page (www/) served on 127.0.0.1
+// until Ctrl-C.
 //
 //   node scripts/demo.mjs [conversation.json] [--port N] [--no-serve]
 import { readFileSync } from "node:fs";
@@ -55,5 +56,5 @@ console.log(`countTokens("hello world", { model: "gpt-4o" }) = ${countTokens("he
 
 if (flag("--no-serve") < 0) {
   const { url } = await serve({ port });
-  console.log(`live-count page: ${url}  (Ctrl-C to stop)`);
+  console.log(`demo page: ${url}  (Ctrl-C to stop)`);
 }

@@ -57,6 +57,7 @@ test("the tarball holds every export target and nothing else of note", () => {
   // The web build holds the tables the Node build reads from files: what it has more is them.
   assert.ok(size("web/context_keeper_bg.wasm") - nodeWasm > 0.9 * tables, `node/context_keeper_bg.wasm (${nodeWasm} bytes) holds tables`);
   assert.ok(files.has("README.md"), "README.md missing from the tarball");
+  for (const bin of Object.values(manifest.bin)) assert.ok(files.has(bin.replace(/^\.\//, "")), `the bin ${bin} is not packed`);
   for (const path of files) assert.doesNotMatch(path, /\.gitignore$|^src\/|\.rs$/, `${path} should not ship`);
 });
 
@@ -77,6 +78,11 @@ test("the packed tarball installs into a fresh project and works from ESM and Co
       lite: 'typeof countTokens + " " + estimateTokens("")',
     };
     const expected = { o200k: "function 2", cl100k: "function 2", lite: "undefined 0" };
+    // The bin npm linked: `context-keeper report` on a conversation piped in.
+    const report = execFileSync(join(dir, "node_modules", ".bin", "context-keeper"), ["report", "-", "--json"], {
+      cwd: dir, encoding: "utf8", input: JSON.stringify([{ role: "user", content: "hello world" }]),
+    });
+    assert.equal(JSON.parse(report).tokens.total, 9);
     for (const [entry, expression] of Object.entries(call)) {
       writeFileSync(join(dir, `${entry}.mjs`), `import * as ck from "context-keeper/${entry}";\nconst { countTokens, estimateTokens } = ck;\nconsole.log(${expression});\n`);
       writeFileSync(join(dir, `${entry}.cjs`), `const { countTokens, estimateTokens } = require("context-keeper/${entry}");\nconsole.log(${expression});\n`);
