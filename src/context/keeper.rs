@@ -255,6 +255,10 @@ pub enum Decision {
     Cleared,
     /// A compaction (and a prune/evict decision on what it kept).
     Compacted,
+    /// Over the compaction threshold, and the compaction that was to bring it under failed
+    /// (`compaction.reason` says why); the standing decisions re-applied, the next call tries
+    /// again.
+    CompactionFailed,
     /// Management is off (see `reason`).
     Off,
 }
@@ -702,6 +706,11 @@ impl Prepare {
         if tokens <= budget.compact_at {
             return Ok(());
         }
+        // NOTE: over the prune threshold, "under" is never the word: the standing decision
+        // holds unless a new one was made this call.
+        if self.report.decision == Decision::Under {
+            self.report.decision = Decision::Held;
+        }
         let flush_due = self.call.flush && !self.state.flushed();
         if flush_due {
             return self.then_flush(true, true);
@@ -843,6 +852,11 @@ impl Prepare {
         } else {
             self.state.keeper.stats.events.failures += 1;
             self.state_changed = true;
+            if done.report.outcome == compact::CompactOutcome::Failed
+                && matches!(self.report.decision, Decision::Under | Decision::Held)
+            {
+                self.report.decision = Decision::CompactionFailed;
+            }
         }
         self.report.compaction = Some(done.report);
         Ok(())

@@ -359,6 +359,22 @@ fn a_failed_summary_leaves_the_history_pruned_and_says_why_it_does_not_fit() {
     // nothing archived was replaced: every message is the history's, or a pruned copy
     let (history, p, _) = calls.last().unwrap();
     assert_eq!(p.conversation.messages().len(), history.len());
+    // every call over the budget says the compaction failed, or that it made a new decision
+    // before it did: never that it was under the threshold
+    for (_, p, _) in &calls {
+        if !p.report.fits {
+            assert!(
+                matches!(
+                    p.report.decision,
+                    Decision::CompactionFailed | Decision::Pruned | Decision::Cleared
+                ),
+                "{:?} at {} tokens",
+                p.report.decision,
+                p.report.tokens_after
+            );
+        }
+    }
+    assert_eq!(last.report.decision, Decision::CompactionFailed);
 }
 
 #[test]
