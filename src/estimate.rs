@@ -123,14 +123,16 @@ const EARLY: usize = 2;
 /// ([`LED_MID`]'s group of `<`). (Shorter words before `<` are mostly comparisons, `i<n`.)
 const GENERIC: usize = RARE_EARLY + 1;
 
-/// Taken back (counted -1) for a run of eight punctuation characters or more: in agent traffic
-/// nearly always one character repeated, a rule (`=====` around pytest's headers, `-----` under
-/// a table, `#####`, `.....`), which o200k_base has as one token per 16 to 80 characters, where
-/// a run of mixed punctuation (`"]}),`) is a token per two or three. [`P_LONG`] prices its
-/// length.
+/// Taken back (counted -1) for a run of ASCII punctuation whose eighth character repeats its
+/// seventh, one that o200k_base has long runs of ([`rule_char`]): a rule (`=====` around
+/// pytest's headers, `-----` under a table, `#####`, `.....`, `|---------|`), which it has as
+/// one token per 16 to 80 characters, where mixed punctuation (`"]}),`) or a bracket repeated
+/// is a token per two to four ([`P_MIX`]). [`P_LONG`] prices its length. (Counted at that
+/// eighth character, so a run of mixed punctuation never costs less than a shorter one.)
 const P_RULE: usize = GENERIC + 1;
-/// The length from which a punctuation run counts as a rule ([`P_RULE`]).
-const RULE_FROM: i64 = 8;
+/// The run length (before the character) at which a repeated character makes a rule
+/// ([`P_RULE`]): the eighth character.
+const RULE_AT: usize = 7;
 
 /// Taken back (counted -1) for an apostrophe between two letters (`don't`, `you're`, `it's`,
 /// `Django's`): o200k_base's pre-tokenizer keeps `'s`, `'t`, `'re`, `'ve`, `'m`, `'ll` and `'d`
@@ -139,8 +141,18 @@ const RULE_FROM: i64 = 8;
 /// (cl100k_base cuts them off: there it is a token more each.)
 const CONTRACTION: usize = P_RULE + 1;
 
+/// Each ASCII punctuation character from the ninth of a run on ([`MIX_FROM`]) that is unlike
+/// the one before it, or repeats one that makes no rule ([`rule_char`]): o200k_base merges a
+/// rule into few tokens ([`P_RULE`]) and has many short runs of mixed punctuation whole
+/// (`"}},{"`, `})();`, `-->`; the fit prices those by their length alone, [`P_FIRST`] and
+/// [`P_LONG`]), but a long one (`,},},},}`, `"]}"]}"]}`, `]]]]]]]]]`) is a token per two to
+/// four characters.
+const P_MIX: usize = CONTRACTION + 1;
+/// The run length (before the character) from which [`P_MIX`] counts.
+const MIX_FROM: usize = 8;
+
 /// The number of counters [`features`] fills.
-pub(crate) const FEATURES: usize = CONTRACTION + 1;
+pub(crate) const FEATURES: usize = P_MIX + 1;
 
 /// For each small ASCII letter (and a 27th "no letter"), the letters that rarely follow it in
 /// English and code, as a bit set (bit 0 = `a`): pairs under 0.02% of all letter pairs in the
@@ -169,63 +181,66 @@ const RARE: [u32; 32] = [
 /// message; the other half, the held-out agent runs, and TypeScript's translated diagnostic
 /// messages, are held out.
 ///
-/// Four weights were set by hand, for runs the corpora hold too few of: [`P_LONG`] (the fit
+/// Five weights were set by hand, for runs the corpora hold too few of: [`P_LONG`] (the fit
 /// gives about 0, as long rules like `-----` are few tokens), 1/32 so that a huge run of
 /// punctuation is not free (o200k_base has one character repeated 16 to 80 times as one
 /// token); [`W_HUGE`], 0.25 so that a word of hundreds of letters is not
 /// priced like one of 16 (o200k_base cuts long words into pieces of about four letters);
 /// [`S_LONG`] (the fit gave 1.14), 0.8: a run of 1000 spaces is about 10 tokens in o200k_base;
-/// and [`NEWLINE_CHARS`] (the fit gives 0, as most newline runs are one token), 0.066: a run of
-/// 1000 newlines is 66 tokens.
+/// [`NEWLINE_CHARS`] (the fit gives 0, as most newline runs are one token), 0.066: a run of
+/// 1000 newlines is 66 tokens; and [`P_MIX`] (the fit gives 0.25 pulled from 0.4, and 0 for
+/// the same from the fifth character on), 0.4, from o200k_base's counts of long runs of mixed
+/// punctuation (`,}` repeated is one token per two characters, `"]}` two per three, `});` one
+/// per three, `]` one per two), which the corpora hold too few of to fit.
 ///
 /// The estimate itself adds these weights per run through `TABLES.cell` and
 /// [`FIXED_WEIGHTS`], which are computed from this array at compile time.
 #[rustfmt::skip]
 pub(crate) const WEIGHTS: [f64; FEATURES] = [
     // ASCII word pieces of 1..=16 letters.
-    1.003, 0.857, 1.105, 0.978, 1.079, 0.745, 1.060, 1.028,
-    1.175, 1.157, 1.557, 1.385, 1.511, 1.000, 4.267, 5.347,
+    1.011, 0.896, 1.099, 0.992, 1.073, 0.784, 1.012, 0.894,
+    1.120, 1.148, 1.819, 1.348, 1.554, 0.951, 4.376, 5.441,
     // Letters beyond 16, all-capital letters, punctuation-led pieces.
-    0.000, 0.107, 0.102,
+    0.000, 0.098, 0.095,
     // Mixed ASCII and other letters: pieces, their ASCII letters.
-    0.957, 0.031,
+    0.843, 0.036,
     // Pieces without ASCII, by script: Latin with diacritics, IPA and marks, Greek, Cyrillic,
     // Armenian, Hebrew and Georgian, Arabic, Devanagari, other Indic, Thai, kana, Han,
     // Hangul, Ethiopic, Lao/Tibetan/Myanmar/Khmer, Cherokee and syllabics, other (Syriac,
     // Thaana, ...).
-    1.244, 0.000, 0.581, 0.249, 1.267, 0.586, 0.422, 0.766,
-    0.764, 0.000, 1.209, 0.395, 0.801, 1.900, 1.091, 0.000,
+    1.293, 0.000, 0.581, 0.316, 1.306, 0.612, 0.448, 0.762,
+    0.790, 0.021, 0.993, 0.388, 0.810, 2.083, 1.099, 0.000,
     // Letters outside ASCII, by script (same order).
-    0.362, 1.770, 0.307, 0.247, 0.174, 0.216, 0.242, 0.300,
-    0.429, 0.679, 0.509, 0.641, 2.017, 0.867, 2.964, 3.291,
+    0.402, 1.832, 0.307, 0.235, 0.165, 0.214, 0.236, 0.299,
+    0.428, 0.651, 0.477, 0.643, 2.043, 0.913, 2.964, 3.295,
     // Digit groups.
-    1.032,
+    1.018,
     // Punctuation runs of 1..=4, characters beyond, bytes outside ASCII, with newlines.
-    1.099, 1.192, 1.235, 1.922, 0.031, 0.431, 0.000,
+    1.075, 1.166, 1.235, 1.856, 0.031, 0.327, 0.045,
     // Newline pieces, their characters beyond the first.
-    1.062, 0.066,
+    1.097, 0.066,
     // Space runs of 1..=4, runs of 80 beyond the first, a space before digits.
-    0.692, 0.915, 0.694, 0.846, 0.800, 0.857,
+    0.683, 0.774, 0.672, 0.871, 0.800, 0.912,
     // Words ending in a vowel, their letters.
-    0.218, 0.103,
+    0.248, 0.095,
     // Rare letter pairs; Cyrillic, Arabic and Latin letters outside the core alphabets.
-    1.192, 0.247, 0.000, 0.063,
+    1.201, 0.238, 0.000, 0.088,
     // Letters of long pieces without ASCII, by script (same order).
-    0.000, 0.000, 0.000, 0.000, 0.000, 0.112, 0.242, 0.000,
-    0.000, 0.000, 0.343, 0.261, 0.000, 0.000, 0.012, 0.000,
+    0.000, 0.000, 0.000, 0.000, 0.000, 0.062, 0.249, 0.000,
+    0.000, 0.030, 0.428, 0.279, 0.000, 0.000, 0.008, 0.000,
     // Blank lines, spaces before a newline, a lone space-led punctuation before a letter,
     // letters beyond 32.
-    0.029, 0.489, 0.449, 0.250,
+    0.000, 0.466, 0.311, 0.250,
     // Rare pairs of Latin letters with diacritics, of Cyrillic letters.
-    0.755, 0.865,
+    0.749, 0.855,
     // A lone `-` or `=`, a lone `<`, another lone ASCII punctuation character, a lone `/`,
     // a lone `'`, before a word; the same after a space.
-    0.585, 1.698, 0.813, 0.411, 0.868, 0.732, 1.212, 1.141,
-    0.784, 0.419,
+    0.539, 1.678, 0.869, 0.371, 1.084, 0.843, 0.968, 1.112,
+    0.847, 0.396,
     // Rare letter pairs among the first letters of a word; a word right before `<` (taken
     // back); a punctuation run of eight or more, a rule (taken back); an apostrophe between
-    // letters (taken back).
-    0.277, 1.756, 0.838, 1.330,
+    // letters (taken back); mixed punctuation from the ninth character of a run on.
+    0.290, 1.711, 0.769, 1.838, 0.400,
 ];
 
 /// The script bucket of a code point outside ASCII.
@@ -772,6 +787,64 @@ const C_PUNCT_APOS: u8 = 15;
 /// `TABLES.rare_after` never holds (26 letters), so they never make a rare letter pair.
 const PUNCT_GROUP: u8 = 27;
 
+/// What a byte says of the pair it ends beyond its event: the bank of its cell (`TABLES.cell`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Pair {
+    None = 0,
+    /// A rare letter pair ([`RARE_PAIRS`], [`RARE_EARLY`]).
+    Rare = 1,
+    /// ASCII punctuation unlike the punctuation before it, in a run that goes on ([`P_MIX`]).
+    Mixed = 2,
+    /// ASCII punctuation of a rule ([`rule_char`]) repeating the one before it, in a run that
+    /// goes on ([`P_RULE`]).
+    Repeated = 3,
+}
+
+/// The [`Pair`] of ASCII byte `b` (of `TABLES.class` entry `cb`) after byte `p` (of `cp`),
+/// with `event` between them: [`Pair::Mixed`] or [`Pair::Repeated`] if both are punctuation and
+/// the run goes on (no event). Bytes from 0x80 on never are (the fast path never sees them,
+/// and the per-character path counts ASCII bytes only).
+const fn punct_pair(event: u8, cp: u8, p: usize, cb: u8, b: usize) -> Pair {
+    if event != 0
+        || p >= 0x80
+        || b >= 0x80
+        || !is_punct(step_class(cp))
+        || !is_punct(step_class(cb))
+    {
+        Pair::None
+    } else if p == b && rule_char(b) {
+        Pair::Repeated
+    } else {
+        Pair::Mixed
+    }
+}
+
+/// Whether o200k_base has long runs of ASCII punctuation byte `b` as few tokens (32 of them
+/// in one to six), so that a run of it repeated is a rule ([`P_RULE`]). The rest (brackets,
+/// quotes, `,`, `|`, `&`, `$`, `@`, `\`, `^`, a backtick) it merges in twos or fours at most,
+/// so repeated they count as mixed ([`P_MIX`]).
+const fn rule_char(b: usize) -> bool {
+    matches!(
+        b as u8,
+        b'#' | b'*'
+            | b'-'
+            | b'.'
+            | b'/'
+            | b'='
+            | b'_'
+            | b'~'
+            | b'!'
+            | b'%'
+            | b'+'
+            | b':'
+            | b';'
+            | b'<'
+            | b'>'
+            | b'?'
+    )
+}
+
 const fn is_punct(c: u8) -> bool {
     matches!(
         c,
@@ -1043,17 +1116,16 @@ const fn run_adds(event: u8, n: i64) -> Adds {
             // Newlines right after punctuation join its piece: the newline run that follows
             // takes back its [`NEWLINES`].
             let newline = (event == E_PUNCT_NEWLINE) as i64;
-            let rule = (n >= RULE_FROM) as i64;
             Adds {
                 at: [
                     P_FIRST + bucket(n, PUNCT_BUCKETS),
                     P_LONG,
                     P_NEWLINE,
                     NEWLINES,
-                    P_RULE,
+                    0,
                     0,
                 ],
-                n: [1, sub(n, PUNCT_BUCKETS), newline, -newline, -rule, 0],
+                n: [1, sub(n, PUNCT_BUCKETS), newline, -newline, 0, 0],
             }
         }
         _ => Adds::NONE,
@@ -1099,8 +1171,8 @@ const fn fixed_weights() -> [i64; FEATURES] {
 
 // Indexing is checked at compile time here: the table is built by const evaluation.
 #[allow(clippy::indexing_slicing)]
-const fn cell_weights() -> [i64; 2 * CELLS] {
-    let mut t = [0; 2 * CELLS];
+const fn cell_weights() -> [i32; 4 * CELLS] {
+    let mut t = [0i64; 4 * CELLS];
     let mut i = 0;
     while i < CELLS {
         let (event, len) = ((i >> 5) as u8, (i & 31) as i64);
@@ -1122,9 +1194,32 @@ const fn cell_weights() -> [i64; 2 * CELLS] {
             RARE_PAIRS
         };
         t[CELLS + i] = t[i].wrapping_add(fixed(WEIGHTS[rare]));
+        // The same cell with an ASCII punctuation character unlike the one before it at its
+        // last byte ([`P_MIX`]; the fast path marks one only where the run goes on).
+        let mix = if event == 0 && i & 31 >= MIX_FROM {
+            fixed(WEIGHTS[P_MIX])
+        } else {
+            0
+        };
+        t[2 * CELLS + i] = t[i].wrapping_add(mix);
+        // The same cell with an ASCII punctuation character that repeats the one before it:
+        // the eighth of a run makes it a rule ([`P_RULE`]).
+        let rule = if event == 0 && i & 31 == RULE_AT {
+            fixed(WEIGHTS[P_RULE])
+        } else {
+            0
+        };
+        t[3 * CELLS + i] = t[i].wrapping_sub(rule);
         i += 1;
     }
-    t
+    // In 32 bits (a cell weighs far less than 2^11 tokens), to keep the table small.
+    let mut small = [0i32; 4 * CELLS];
+    let mut i = 0;
+    while i < 4 * CELLS {
+        small[i] = t[i] as i32;
+        i += 1;
+    }
+    small
 }
 
 // Indexing is checked at compile time here: the table is built by const evaluation.
@@ -1158,11 +1253,14 @@ struct Tables {
     event: [u8; 4096],
     /// The weight of each cell in fixed point: what one run of that cell adds to the estimate.
     /// Cells of no event and of length 0 weigh 0. The fast path adds [`CELLS`] to a cell for
-    /// a rare letter pair: those cells weigh one [`RARE_PAIRS`] more.
-    cell: [i64; 2 * CELLS],
+    /// a rare letter pair: those cells weigh one [`RARE_PAIRS`] more; `2 * CELLS` for an ASCII
+    /// punctuation character unlike the one before it in a run that goes on: those weigh one
+    /// [`P_MIX`] more from [`MIX_FROM`] on; and `3 * CELLS` for one that repeats the one
+    /// before it: the cell of the eighth weighs one [`P_RULE`] less.
+    cell: [i32; 4 * CELLS],
     /// For each two ASCII bytes `p` then `b` (at `p | b << 8`, with [`SPACED`] added when a
-    /// space came before `p`), the event ending at `p` (low five bits, as in `event`) and
-    /// whether the letter pair is rare (bit 5; bits 6 and 7 are free).
+    /// space came before `p`), the event ending at `p` (low five bits, as in `event`) and, in
+    /// bits 5 and 6, the bank of its cell ([`Pair`]). Bit 7 is free.
     pair: [u8; PAIRS],
     /// [`info_of`] each code point of two UTF-8 bytes (0x80 to 0x7ff, and those below for
     /// bytes that are no UTF-8).
@@ -1237,7 +1335,19 @@ const fn pair_table() -> [u8; PAIRS] {
         };
         let c = class[b];
         let pair = (rare[p] >> (c >> 3)) & 1;
-        t[i] = event(before, prev, step_class(c)) | (pair as u8) << 5;
+        let e = event(before, prev, step_class(c));
+        // APOS_AFTER_LETTER is an apostrophe.
+        let last = if p == APOS_AFTER_LETTER as usize {
+            b'\'' as usize
+        } else {
+            p
+        };
+        let bank = if pair != 0 {
+            Pair::Rare
+        } else {
+            punct_pair(e, class[last], last, class[b], b)
+        };
+        t[i] = e | (bank as u8) << 5;
         i += 1;
     }
     t
@@ -1298,7 +1408,8 @@ fn apostrophes_after_letters(w: u64, p: u64) -> u64 {
 /// Where the counters go: the estimate adds weights as it goes, [`features`] keeps counts.
 trait Sink {
     /// A run ended (or not, `cell` of event 0): one byte or character passed; from
-    /// [`CELLS`] on, with a rare letter pair ([`RARE_PAIRS`]).
+    /// [`CELLS`] on, with a rare letter pair ([`RARE_PAIRS`]); from `2 * CELLS` and
+    /// `3 * CELLS` on, with punctuation unlike or like the last ([`Pair`]).
     fn cell(&mut self, cell: usize);
     /// Takes back a [`Sink::cell`].
     fn uncell(&mut self, cell: usize);
@@ -1340,9 +1451,17 @@ struct Counts<'a> {
 impl Sink for Counts<'_> {
     #[inline(always)]
     fn cell(&mut self, cell: usize) {
-        if cell >= CELLS {
+        if (CELLS..2 * CELLS).contains(&cell) {
             let early = cell % 32 <= EARLY;
             self.add(if early { RARE_EARLY } else { RARE_PAIRS }, 1);
+        }
+        // Punctuation pairs are marked only in runs that go on (event 0).
+        let len = cell % 32;
+        if (2 * CELLS..2 * CELLS + 32).contains(&cell) {
+            self.add(P_MIX, i64::from(len >= MIX_FROM));
+        }
+        if cell == 3 * CELLS + RULE_AT {
+            self.add(P_RULE, -1);
         }
         if let Some(x) = self.cells.get_mut(cell % CELLS) {
             *x = x.wrapping_add(1);
@@ -1468,15 +1587,23 @@ const fn contraction_letter(b: u8) -> bool {
     matches!(b | 0x20, b's' | b't' | b'r' | b'v' | b'm' | b'l' | b'd')
 }
 
-/// One character of class `class` (its byte `b` if ASCII, else its lead byte); returns whether
-/// it ended a run.
+/// One character of class `class` (its byte `b` if ASCII, else its lead byte; `punct` from
+/// [`punct_before`]); returns whether it ended a run.
 #[inline(always)]
-fn step(st: &mut State, sink: &mut impl Sink, class: u8, b: u8) -> bool {
+fn step(st: &mut State, sink: &mut impl Sink, class: u8, b: u8, punct: u8) -> bool {
     st.classes = (st.classes << 4 | usize::from(class)) & 0xfff;
     let mut event = TABLES.event.get(st.classes).copied().unwrap_or(0) & 31;
     // The one event that depends on a byte, not its class: see [`contraction_letter`].
     if event == E_APOS_WORD && !contraction_letter(b) {
         event = E_LED_MID + 4;
+    }
+    // What the fast path's cells of [`Pair::Mixed`] and [`Pair::Repeated`] weigh more.
+    if punct != 0 && event == 0 {
+        if punct != b || !rule_char(usize::from(b)) {
+            sink.add(P_MIX, i64::from(st.len >= MIX_FROM));
+        } else if st.len == RULE_AT {
+            sink.add(P_RULE, -1);
+        }
     }
     let row = usize::from(event) << 5;
     // NOTE: `len & 31`, not `len.min(31)`: a long run lands in the wrong cell, which the
@@ -1509,12 +1636,26 @@ fn pair_step(st: &mut State, b: u8, c: u8) {
     st.last = b;
 }
 
+/// The last byte if it and ASCII byte `b` (of `TABLES.class` entry `c`) are both ASCII
+/// punctuation, else 0, for [`step`]'s [`Pair`] (before [`pair_step`] makes `b` the last byte).
+#[inline(always)]
+fn punct_before(st: &State, b: u8, c: u8) -> u8 {
+    let both =
+        st.last != 0 && b < 0x80 && is_punct((st.classes & 15) as u8) && is_punct(step_class(c));
+    if both {
+        st.last
+    } else {
+        0
+    }
+}
+
 /// One ASCII byte, with no word holding letters outside ASCII open.
 #[inline(always)]
 fn ascii_step(st: &mut State, sink: &mut impl Sink, b: u8) {
     let c = byte_class(b);
+    let punct = punct_before(st, b, c);
     pair_step(st, b, c);
-    step(st, sink, step_class(c), b);
+    step(st, sink, step_class(c), b, punct);
 }
 
 /// [`ascii_step`] over `bytes`, out of the hot loop: the bytes of a block where a run may
@@ -1548,15 +1689,13 @@ fn fast_state(st: &State) -> Option<u64> {
         C_NEWLINE => b'\n',
         C_PUNCT_APOS if is_letter(prev) => APOS_AFTER_LETTER,
         C_PUNCT | C_PUNCT_MID | C_PUNCT_TAG | C_PUNCT_SEP | C_PUNCT_PATH | C_PUNCT_APOS => {
-            // A byte of the group stands for the last one.
-            let b = match last {
-                C_PUNCT => b'.',
-                C_PUNCT_MID => b'-',
-                C_PUNCT_TAG => b'<',
-                C_PUNCT_PATH => b'/',
-                C_PUNCT_APOS => b'\'',
-                _ => b'!',
-            };
+            // The last byte itself, which [`P_MIX`] compares the next with: none after
+            // punctuation outside ASCII (`st.last` is 0) or a control character standing for
+            // nothing the table knows, which the per-character path takes.
+            let b = st.last;
+            if b == 0 || b == APOS_AFTER_LETTER || step_class(byte_class(b)) != last {
+                return None;
+            }
             let spaced = if prev == C_SPACE { SPACED } else { 0 };
             return Some(spaced | u64::from(b));
         }
@@ -1646,7 +1785,8 @@ fn ascii_run<S: Sink>(mut st: State, mut sink: S, bytes: &[u8]) -> (State, S, us
 
 /// Whether every byte of block `w` (all ASCII) goes on the run of byte `p` (as from
 /// [`fast_state`]) with no event and no rare letter pair: digits after a digit, the same letter
-/// again, or the same space, newline or punctuation byte eight times after one of its class.
+/// or punctuation byte again, or the same space or newline byte eight times after one of its
+/// class.
 ///
 // NOTE: so a long run (`aaaa...`, a rule of `=`, indentation, a long number) costs a compare
 // per block instead of the per-byte path of [`ascii_bytes`].
@@ -1656,6 +1796,8 @@ fn goes_on(w: u64, p: u64) -> bool {
     match byte_class(b) & 7 {
         C_DIGIT => at_least(w, b'0') & HIGHS == HIGHS && at_least(w, b'9' + 1) & HIGHS == 0,
         C_LOWER | C_VOWEL | C_UPPER => w == u64::from(b) * ONES,
+        // Punctuation: the same byte (another, of its class, counts for [`P_MIX`]).
+        class if is_punct(class) => w == u64::from(b) * ONES,
         class => {
             let first = w & 0x7f;
             w == first * ONES && byte_class(first as u8) & 7 == class
@@ -1713,8 +1855,8 @@ fn fast_bytes<S: Sink>(sink: &mut S, w: u64, p: u64, mut len: usize, n: usize) -
             .get(pair as usize & (PAIRS - 1))
             .copied()
             .unwrap_or(0);
-        // The event and the rare pair bit: a cell from 0 to 2 * CELLS - 1 (`len` is below 31).
-        sink.cell((usize::from(e) << 5 | len) & (2 * CELLS - 1));
+        // The event and the pair's bank: a cell from 0 to 4 * CELLS - 1 (`len` is below 31).
+        sink.cell((usize::from(e) << 5 | len) & (4 * CELLS - 1));
         len = if e & 31 != 0 { 1 } else { len + 1 };
     }
     match n.min(8) {
@@ -1771,8 +1913,10 @@ fn char_step(st: &mut State, sink: &mut impl Sink, b: &[u8]) -> usize {
     let Some(&lead) = b.first() else {
         return 1;
     };
+    let mut punct = 0;
     let (class, len, info) = if lead < 0x80 {
         let c = byte_class(lead);
+        punct = punct_before(st, lead, c);
         ascii_after_wide(st, sink, lead);
         pair_step(st, lead, c);
         let mut class = step_class(c);
@@ -1802,7 +1946,7 @@ fn char_step(st: &mut State, sink: &mut impl Sink, b: &[u8]) -> usize {
         (class, len, info)
     };
     let run = st.len;
-    if step(st, sink, class, lead) && st.wide {
+    if step(st, sink, class, lead, punct) && st.wide {
         wide_word_end(st, sink, run);
     }
     if info & W_LETTER != 0 {
@@ -1900,7 +2044,7 @@ fn scan<S: Sink>(text: &[u8], mut sink: S) -> S {
 /// The end of the text ends the last run; the rare letter pairs are counted at the end.
 fn end_of_text<S: Sink>(mut st: State, mut sink: S) -> S {
     let run = st.len;
-    if step(&mut st, &mut sink, C_EDGE, 0) && st.wide {
+    if step(&mut st, &mut sink, C_EDGE, 0, 0) && st.wide {
         wide_word_end(&mut st, &mut sink, run);
     }
     sink.add(RARE_PAIRS, st.rare as i64);

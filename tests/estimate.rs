@@ -117,6 +117,35 @@ fn runs_of_every_class_at_any_length() {
 }
 
 #[test]
+fn mixed_punctuation_is_priced_by_its_length() {
+    // Closing brackets of nested JSON, a chain of calls, a table rule: o200k_base merges a
+    // character repeated into few tokens but mixed punctuation only in twos and threes. Before
+    // the estimator told the two apart, `"]}` eight times (18 tokens) was estimated at 2, and a
+    // longer run could cost less than a shorter one (`,},}` 2, `,},},},},},}` 1).
+    // A bracket or a quote repeated is the same: o200k_base has no long runs of those.
+    for unit in [",}", "\"]}", "});", "|-", ")]", "\"}]}", "]", "}", "\""] {
+        let mut last = 0;
+        for n in 1..=40 {
+            let text = format!("x {}y", unit.repeat(n));
+            let exact = count_tokens(&text, Encoding::O200kBase).unwrap();
+            let estimate = estimate_tokens(&text);
+            assert!(estimate >= last, "{unit:?} x {n}: {estimate} after {last}");
+            assert!(
+                estimate.abs_diff(exact) <= 2 + exact * 2 / 5,
+                "{unit:?} x {n}: {estimate} vs {exact}"
+            );
+            last = estimate;
+        }
+    }
+    // A rule of one character stays cheap.
+    for rule in ["=", "-", "#", "*"] {
+        let text = format!("x\n{}\ny", rule.repeat(60));
+        let estimate = estimate_tokens(&text);
+        assert!(estimate <= 8, "{rule:?} x 60: {estimate}");
+    }
+}
+
+#[test]
 fn long_whitespace_runs_are_cheap() {
     // o200k_base has one token for up to 79 spaces.
     for n in [8, 40, 79, 200, 1000] {
