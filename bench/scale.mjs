@@ -20,6 +20,7 @@
 // the isolate (the clock there advances only across I/O; see worker.js).
 //
 //   node bench/scale.mjs [--messages=5000] [--bytes=10000000] [--turns=5]
+//   node bench/scale.mjs --node    # the same history and calls in Node, wasm memory by stage
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -33,6 +34,34 @@ const MESSAGES = Number(args.messages ?? 5_000);
 const BYTES = Number(args.bytes ?? 10_000_000);
 const TURNS = Number(args.turns ?? 5);
 const MiB = (n) => (n / 2 ** 20).toFixed(1);
+
+// --node: the same history through the same calls in this Node process, the wasm memory read
+// after each stage (where the cold prepare's memory goes; Node has no 128 MB limit either).
+if (args.node) {
+  const { wasmBytes } = await import("./scale/memory.js");
+  const { history } = await import("./scale/history.js");
+  const ck = await import("context-keeper");
+  const { MemoryStore } = await import("context-keeper/stores");
+  const messages = history(MESSAGES, BYTES);
+  const stages = [["loaded", () => {}]];
+  stages.push(["validateMessages", () => ck.validateMessages(messages)]);
+  stages.push(["countMessages (gpt-4o)", () => ck.countMessages(messages, { model: "gpt-4o" })]);
+  const store = new MemoryStore();
+  const summarize = () => "Intent: fix the failing test. Progress: read the files. Next: write the fix.";
+  stages.push(["keeper.plan (dry run)", () => { const k = new ck.ContextKeeper({ model: "gpt-4o", store }); return k.plan(messages, { sessionId: "plan" }).finally(() => k.free()); }]);
+  stages.push(["keeper.prepare, cold", () => { const k = new ck.ContextKeeper({ model: "gpt-4o", store, summarize }); return k.prepare(messages, { sessionId: "s" }).finally(() => k.free()); }]);
+  stages.push(["keeper.prepare, +1 turn, new keeper", () => { messages.push(messages.at(-2), messages.at(-1)); const k = new ck.ContextKeeper({ model: "gpt-4o", store, summarize }); return k.prepare(messages, { sessionId: "s" }).finally(() => k.free()); }]);
+  console.log(`## ${MESSAGES} messages, ${(Buffer.byteLength(JSON.stringify(messages)) / 1e6).toFixed(1)} MB in Node ${process.version}: wasm memory after each stage (high-water mark)\n`);
+  console.log("| stage | ms | wasm memory after | JS heap used after |");
+  console.log("| --- | ---: | ---: | ---: |");
+  for (const [name, f] of stages) {
+    const start = performance.now();
+    await f();
+    const ms = performance.now() - start;
+    console.log(`| ${name} | ${Math.round(ms)} | ${MiB(wasmBytes())} MiB | ${MiB(process.memoryUsage().heapUsed)} MiB |`);
+  }
+  process.exit(0);
+}
 
 const dir = mkdtempSync(join(tmpdir(), "ck-scale-config-"));
 const config = join(dir, "wrangler.toml");
