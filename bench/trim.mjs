@@ -21,10 +21,11 @@
 // that its budget is about 40% of the conversation), its summarizer a scripted callback (no
 // LLM; a real one would add the model call). trimMessages gets the keeper's budget
 // (`keeper.budget.compactAt`) as maxTokens, with the configuration LangChain's documentation
-// gives for chat history (strategy "last", includeSystem, startOn "human").
+// gives for chat history (strategy "last", includeSystem, startOn "human"), and once more
+// without startOn.
 //
-//   node bench/trim.mjs                     # every conversation, 5 repetitions (1 for a peer
-//                                           # whose first repetition took over 20 s)
+//   node bench/trim.mjs                     # every conversation, 5 repetitions (a peer stops
+//                                           # after a repetition over 20 s: --slow=MS)
 //   node bench/trim.mjs --only=session-35 --reps=9
 //   node bench/trim.mjs --full              # also the whole session (644 messages, 953 KB):
 //                                           # trimMessages takes minutes there
