@@ -71,3 +71,57 @@ export function packageSizes(packages = Object.keys(KEY_FILES)) {
   writeFileSync(cacheFile, JSON.stringify(cache, null, 1));
   return out;
 }
+
+// ---- entry sizes: what a bundler ships for each entry of context-keeper ------------------------
+
+/** The package's entries, as an app imports them. */
+export const ENTRIES = {
+  "context-keeper": { wasm: "web/context_keeper_bg.wasm", goal: 1.7e6 },
+  "context-keeper/o200k": { wasm: "o200k/web/context_keeper_bg.wasm", goal: 1.2e6 },
+  "context-keeper/cl100k": { wasm: "cl100k/web/context_keeper_bg.wasm" },
+  "context-keeper/lite": { wasm: "lite/web/context_keeper_bg.wasm", goal: 80 * 1024 },
+};
+
+/**
+ * Each entry's browser build as shipped: its JavaScript bundled and minified by esbuild (the
+ * entry module, the wasm-bindgen glue, the error class and, where the entry has it, the
+ * context driver: everything `import * from entry` pulls in), and its .wasm (which bundlers
+ * copy as an asset from the glue's `new URL(..., import.meta.url)`); raw, gzip -9, brotli 11,
+ * and the sum. Also whether each entry exports the keeper (`ContextKeeper`).
+ */
+export async function entrySizes(entries = Object.keys(ENTRIES)) {
+  const { build } = await import("esbuild");
+  const cache = existsSync(cacheFile) ? JSON.parse(readFileSync(cacheFile, "utf8")) : {};
+  const dir = realpathSync(join(nodeModules, "context-keeper"));
+  mkdirSync(cacheDir, { recursive: true });
+  const out = {};
+  for (const entry of entries) {
+    const outfile = join(cacheDir, `entry-${entry.replaceAll("/", "_")}.js`);
+    const result = await build({
+      stdin: { contents: `export * from "${entry}";`, resolveDir: root, loader: "js" },
+      bundle: true, minify: true, format: "esm", platform: "browser", target: "es2022",
+      outfile, write: true, logLevel: "silent", metafile: true,
+    });
+    const js = compressed(outfile, cache);
+    const wasm = compressed(join(dir, ENTRIES[entry].wasm), cache);
+    const total = { raw: js.raw + wasm.raw, gzip: js.gzip + wasm.gzip, brotli: js.brotli + wasm.brotli };
+    const exports = result.metafile.outputs[relative(root, outfile)]?.exports ?? [];
+    out[entry] = { js, wasm, total, keeper: exports.includes("ContextKeeper"), goal: ENTRIES[entry].goal ?? null };
+  }
+  writeFileSync(cacheFile, JSON.stringify(cache, null, 1));
+  return out;
+}
+
+// `node bench/sizes.mjs`: the entry table as Markdown.
+if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const kib = (n) => `${(n / 1024).toFixed(1)} KiB`;
+  const size = (n) => (n >= 1e6 ? `${(n / 1e6).toFixed(2)} MB` : kib(n));
+  const sizes = await entrySizes();
+  console.log(`context-keeper ${JSON.parse(readFileSync(join(nodeModules, "context-keeper", "package.json"), "utf8")).version}: each entry's browser build, JS bundled and minified (esbuild) + its .wasm\n`);
+  console.log("| entry | keeper inside | JS raw | JS gzip | .wasm raw | .wasm gzip | .wasm brotli | total raw | total gzip | total brotli | goal (gzip) |");
+  console.log("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |");
+  for (const [entry, s] of Object.entries(sizes)) {
+    const goal = s.goal == null ? "–" : `≤ ${size(s.goal)}: ${s.total.gzip <= s.goal && s.keeper ? "yes" : `**no**${s.keeper ? "" : " (no keeper)"}`}`;
+    console.log(`| \`${entry}\` | ${s.keeper ? "yes" : "**no**"} | ${kib(s.js.raw)} | ${kib(s.js.gzip)} | ${size(s.wasm.raw)} | ${size(s.wasm.gzip)} | ${size(s.wasm.brotli)} | ${size(s.total.raw)} | ${size(s.total.gzip)} | ${size(s.total.brotli)} | ${goal} |`);
+  }
+}

@@ -22,7 +22,8 @@ function freePort() {
  * Serves the test Worker; resolves once it answers. `persistTo`: where the bindings keep their
  * data (wrangler's default is .wrangler/state under tests/workerd). `config`: a wrangler config
  * of a test's own, in place of tests/workerd/wrangler.toml.
- * @returns {Promise<{ base: string, output: () => string, stop: () => Promise<void> }>}
+ * `pid` is wrangler's, the leader of the process group that holds the workerd it started.
+ * @returns {Promise<{ base: string, pid: number, output: () => string, stop: () => Promise<void> }>}
  */
 export async function startWrangler({ persistTo, config = join(here, "wrangler.toml") } = {}) {
   const [port, inspector] = [await freePort(), await freePort()];
@@ -60,5 +61,5 @@ export async function startWrangler({ persistTo, config = join(here, "wrangler.t
     }
     await new Promise((r) => setTimeout(r, 250));
   }
-  return { base, output: () => output, stop };
+  return { base, pid: child.pid, output: () => output, stop };
 }
