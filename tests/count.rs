@@ -53,7 +53,8 @@ fn estimate_is_close_on_each_kind_of_text() {
     // Its weak spots: a sentence dense with contractions (4 in 22 words: 29 tokens, estimated
     // 34; o200k_base joins `'t` and `'s` to the word before, which the estimator now prices,
     // but not every such word is one token), short everyday Japanese (13 tokens, estimated
-    // 25) and the Russian pangram (19 tokens, estimated 23, since the refit on agent traffic).
+    // 25: error 0.923, bound 0.93, so one token more, an 8% worse estimate, fails) and the
+    // Russian pangram (19 tokens, estimated 23, since the refit on agent traffic).
     // On real messages it does better: see the per-message errors of `node bench/run.mjs` and
     // `node bench/agent.mjs`.
     for (name, bound) in [
@@ -61,7 +62,7 @@ fn estimate_is_close_on_each_kind_of_text() {
         ("code", 0.05),
         ("json", 0.05),
         ("chinese", 0.25),
-        ("japanese", 1.1),
+        ("japanese", 0.93),
         ("russian", 0.25),
         ("korean", 0.07),
         ("mixed-case", 0.25),

@@ -178,8 +178,9 @@ fn close_on_a_mix_of_real_text() {
         let estimate = estimate_tokens(text) as f64;
         let error = (estimate - exact).abs() / exact;
         // Known weak spot: short everyday Japanese, which o200k_base packs into few tokens
-        // (13 here, estimate 27: its one long piece of kanji and kana is priced per letter).
-        let bound = if *text == japanese { 1.2 } else { 0.3 };
+        // (13 here, estimate 25, error 0.923: its one long piece of kanji and kana is priced per
+        // letter). The bound is that figure: one token more (an 8% worse estimate) fails.
+        let bound = if *text == japanese { 0.93 } else { 0.3 };
         assert!(error <= bound, "{estimate} vs {exact} on {text:?}");
         total += error;
     }

@@ -85,8 +85,25 @@ async function attempt(call, timeoutMs) {
 }
 
 function reasonOf(error) {
-  if (error instanceof Error) return error.name === "Error" || error.name === "ContextKeeperError" ? error.message : `${error.name}: ${error.message}`;
-  return String(error);
+  try {
+    if (error instanceof Error) return error.name === "Error" || error.name === "ContextKeeperError" ? error.message : `${error.name}: ${error.message}`;
+    return String(error);
+  } catch {
+    // NOTE: a thrown object whose toString (or message getter) throws: the failure is still
+    // reported, never replaced by the describing's own exception.
+    return `${typeOf(error)} was thrown, which cannot be made a string`;
+  }
+}
+
+/**
+ * The value a store's `load` gave: a Uint8Array, or undefined for none (`null` too). Anything
+ * else is a store-kind error: read as "no value", a session state the store mangled would be
+ * dropped without a word and its compactions summarized again.
+ */
+function loadedValue(loaded, key) {
+  const value = loaded.value;
+  if (value === undefined || value === null || value instanceof Uint8Array) return value ?? undefined;
+  throw new ContextKeeperError(`load ${JSON.stringify(key)}: the store returned ${typeOf(value)}, not a Uint8Array`, { kind: "store" });
 }
 
 function storeError(op, result, key) {
@@ -183,7 +200,13 @@ export function bindContext(core) {
     if (!Array.isArray(loaded.value)) {
       throw new ContextKeeperError(`loadRange ${JSON.stringify(prefix)}: the store returned ${typeOf(loaded.value)}, not an array`, { kind: "store" });
     }
-    return loaded.value.filter((entry) => entry && Array.isArray(entry.key) && entry.key.length === prefix.length + 1 && entry.data instanceof Uint8Array);
+    const entries = loaded.value.filter((entry) => entry && Array.isArray(entry.key) && entry.key.length === prefix.length + 1);
+    const bad = entries.findIndex((entry) => !(entry.data instanceof Uint8Array));
+    if (bad >= 0) {
+      // NOTE: an error, not a skip: a record the store cannot give back must not vanish from the list.
+      throw new ContextKeeperError(`loadRange ${JSON.stringify(prefix)}: the data of ${JSON.stringify(entries[bad].key)} is ${typeOf(entries[bad].data)}, not a Uint8Array`, { kind: "store" });
+    }
+    return entries;
   }
 
   async function readOffloaded(id, options) {
@@ -248,7 +271,8 @@ export function bindContext(core) {
     checkStore(options.store);
     checkSession(options.sessionId);
     if (!RECOVERY_TOOLS.includes(name)) {
-      throw optionsError("name", `not a recovery tool: ${JSON.stringify(name)}; the recovery tools are ${RECOVERY_TOOLS.join(", ")}`);
+      const found = typeof name === "string" ? JSON.stringify(name) : typeOf(name);
+      throw optionsError("name", `not a recovery tool: ${found}; the recovery tools are ${RECOVERY_TOOLS.join(", ")}`);
     }
     const parsed = toolArgs(args);
     if (parsed.error) return `Error: ${parsed.error}.`;
@@ -273,6 +297,9 @@ export function bindContext(core) {
   }
 
   function recoveryTools(format = "openai", options) {
+    // NOTE: checked here, as the core takes a `&str`: wasm-bindgen's glue reads any other value
+    // as a string's pointer and length, and a number there was a wasm memory fault.
+    if (typeof format !== "string") throw optionsError("format", `expected "openai", "anthropic" or "aisdk", found ${typeOf(format)}`);
     const definitions = core.__ckToolDefinitions(format === "ai-sdk" ? "aisdk" : format);
     if (format === "openai" || format === "anthropic") return definitions;
     const context = options === undefined ? undefined : checkObject(options, "options");
@@ -343,7 +370,7 @@ export function bindContext(core) {
     const stateKey = Array.from(core.__ckKey("state", sessionId, undefined));
     const loaded = await attempt(() => store.load(stateKey), storeTimeoutMs);
     if (!loaded.ok) throw storeError("load", loaded, stateKey);
-    const stateBytes = loaded.value instanceof Uint8Array ? loaded.value : undefined;
+    const stateBytes = loadedValue(loaded, stateKey);
     const plan = core.__ckPlanCompact(messages, rest, stateBytes);
     let done;
     try {
@@ -404,7 +431,7 @@ export function bindContext(core) {
     const stateKey = Array.from(core.__ckKey("rolling", sessionId, undefined));
     const loaded = await attempt(() => store.load(stateKey), storeTimeoutMs);
     if (!loaded.ok) throw storeError("load", loaded, stateKey);
-    const stateBytes = loaded.value instanceof Uint8Array ? loaded.value : undefined;
+    const stateBytes = loadedValue(loaded, stateKey);
     const plan = core.__ckPlanRolling(messages, rest, stateBytes);
     let done;
     try {
@@ -451,10 +478,11 @@ export function bindContext(core) {
       seen.add(id);
       const loaded = await attempt(() => store.load(key), timeoutMs);
       if (!loaded.ok) throw storeError("load", loaded, key);
-      if (!(loaded.value instanceof Uint8Array)) {
+      const bytes = loadedValue(loaded, key);
+      if (bytes === undefined) {
         throw new ContextKeeperError(`no archive is stored under ${id}`, { kind: "notFound", path: "marker.key" });
       }
-      const record = core.__ckReadArchive(id, loaded.value);
+      const record = core.__ckReadArchive(id, bytes);
       records.push(record);
       key = record.previous ?? undefined;
     }
@@ -597,7 +625,7 @@ function bindKeeper(core, h) {
       const key = Array.from(core.__ckKey("state", sessionId, undefined));
       const loaded = await attempt(() => this.#store.load(key), this.#options.storeTimeoutMs);
       if (!loaded.ok) throw storeError("load", loaded, key);
-      return { key, bytes: loaded.value instanceof Uint8Array ? loaded.value : undefined };
+      return { key, bytes: loadedValue(loaded, key) };
     }
 
     /** Runs `task` after every earlier task of the session (writes never interleave). */
@@ -854,8 +882,8 @@ function bindKeeper(core, h) {
     async loadMemory() {
       const loaded = await attempt(() => this.#store.load(MEMORY_KEY), this.#options.storeTimeoutMs);
       if (!loaded.ok) throw storeError("load", loaded, MEMORY_KEY);
-      if (!(loaded.value instanceof Uint8Array)) return null;
-      return new TextDecoder().decode(loaded.value);
+      const bytes = loadedValue(loaded, MEMORY_KEY);
+      return bytes === undefined ? null : new TextDecoder().decode(bytes);
     }
   };
 }

@@ -59,7 +59,7 @@ export class FileSystemStore {
     // A concurrent remove may take an emptied parent directory away between mkdir and rename.
     for (let attempt = 0; ; attempt++) {
       try {
-        await mkdir(parent, { recursive: true });
+        await makeDirectories(parent);
         await writeAtomically(parent, file, [header, body]);
         return;
       } catch (err) {
@@ -184,6 +184,43 @@ function parse(bytes, asked) {
   const data = new Uint8Array(bytes.length - start - length);
   data.set(bytes.subarray(start + length));
   return { key, data };
+}
+
+/**
+ * Creates `dir` and its missing parents, one level at a time.
+ * NOTE: not `mkdir(dir, { recursive: true })`: Node's recursive mkdir retries for ever where
+ * the kernel answers ENOENT for a directory whose parent exists (anywhere under /proc), so a
+ * store there never settled. Here such a directory is an error naming it; a parent that a
+ * concurrent remove took away is created again, a bounded number of times.
+ */
+async function makeDirectories(dir) {
+  const missing = [];
+  for (let path = dir; ; ) {
+    try {
+      await mkdir(path);
+      break;
+    } catch (err) {
+      if (err.code === "EEXIST") break;
+      const parent = dirname(path);
+      if (err.code !== "ENOENT" || parent === path || missing.length > 4096) throw err;
+      missing.push(path);
+      path = parent;
+    }
+  }
+  for (let i = missing.length - 1; i >= 0; i--) {
+    try {
+      await mkdir(missing[i]);
+    } catch (err) {
+      if (err.code === "EEXIST") continue;
+      if (err.code === "ENOENT") {
+        // The parent exists (made or found just before): the file system refuses the name.
+        const refused = new Error(`cannot create the directory ${missing[i]}: ${err.message} (its parent exists; a file system such as /proc takes no new directories)`);
+        refused.code = "ENOENT";
+        throw refused;
+      }
+      throw err;
+    }
+  }
 }
 
 async function writeAtomically(parent, file, parts) {

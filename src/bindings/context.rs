@@ -42,7 +42,7 @@ pub(super) fn read_options<T: DeserializeOwned + Default>(
             format!("expected an object, found {}", type_name(options)),
         ));
     }
-    let mut value = walk::read(options, None)
+    let mut value = walk::read_options(options)
         .map_err(|err| ContextError::options(format!("options{}", err.path()), err.reason))?
         .unwrap_or(Value::Null);
     let named = match (format, &mut value) {

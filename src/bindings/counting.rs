@@ -15,7 +15,7 @@ use super::error::{to_js_error, ArgumentError, Thrown};
 use super::memo;
 use super::{enter, json_value, type_name, walk, CONVERSATION};
 use crate::counting::{
-    self, CountMessagesError, CountMessagesOptions, ListCount, Listed, MessagesCount,
+    self, CountMessagesError, CountMessagesOptions, ListCount, Listed, MessagesCount, OptionsError,
 };
 
 #[wasm_bindgen(typescript_custom_section)]
@@ -324,10 +324,38 @@ fn read_options(options: &JsValue) -> Result<CountMessagesOptions, CountingError
         }
         .into());
     }
-    let mut value = json_value(options, "options", "an object")?;
+    let mut value = walk::read_options(options)
+        .map_err(|err| ArgumentError::not_json("options", err))?
+        .unwrap_or(serde_json::Value::Null);
+    // NOTE: an unknown option is an error, as in every other export's options: a misspelt one
+    // (`modle`) would otherwise count for the default model without a word.
+    if let serde_json::Value::Object(map) = &value {
+        if let Some(key) = map
+            .keys()
+            .find(|key| !COUNT_OPTIONS.contains(&key.as_str()))
+        {
+            return Err(CountMessagesError::from(OptionsError::UnknownName {
+                path: format!("options.{key}"),
+                what: "option",
+                name: key.clone(),
+                known: COUNT_OPTIONS.join(", "),
+            })
+            .into());
+        }
+    }
     resolve_tools_of(options, &mut value);
     Ok(CountMessagesOptions::from_value(&value).map_err(CountMessagesError::from)?)
 }
+
+/// The options of `countMessages`, `isWithinLimit` and `modelInfo`.
+const COUNT_OPTIONS: [&str; 6] = [
+    "model",
+    "encoding",
+    "format",
+    "tools",
+    "toolChoice",
+    "models",
+];
 
 /// The options the AI SDK converts a Zod 4 schema with (`zod4Schema` in
 /// `@ai-sdk/provider-utils`), and `unrepresentable: "any"`, so that a type JSON Schema cannot

@@ -38,6 +38,36 @@ pub struct KeeperJs {
     counting: Own,
 }
 
+/// The figures a budget is made of, each a positive number: a threshold of 0 or below, or a
+/// window of 0, would otherwise leave management off or every prepare over the line, without an
+/// error naming the field.
+fn check_figures(options: &KeeperOptions) -> Result<(), ContextError> {
+    if options.context_window == Some(0) {
+        return Err(ContextError::options(
+            "options.contextWindow",
+            "expected a positive number of tokens, found 0".to_owned(),
+        ));
+    }
+    let t = &options.thresholds;
+    let named = [
+        ("prune", t.prune),
+        ("compact", t.compact),
+        ("pruneTarget", t.prune_target),
+        ("compactTarget", t.compact_target),
+    ];
+    for (name, value) in named {
+        if value.is_nan() || value <= 0.0 {
+            return Err(ContextError::options(
+                format!("options.thresholds.{name}"),
+                format!(
+                    "expected a share of the window (0 to 1) or tokens (from 1), found {value}"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 #[wasm_bindgen(js_class = __CkKeeper)]
 impl KeeperJs {
     /// Reads the options (`options.*` errors name the field).
@@ -46,6 +76,7 @@ impl KeeperJs {
         enter();
         let (format, mut options): (_, KeeperOptions) = read_options(&options, true)?;
         options.format = format;
+        check_figures(&options)?;
         Ok(KeeperJs {
             options,
             counting: Own {

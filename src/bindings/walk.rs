@@ -116,6 +116,15 @@ pub fn read(value: &JsValue, skip: Option<&str>) -> Result<Option<Value>, WalkEr
     Walker::new(false, None).read(value, skip)
 }
 
+/// Reads an options bag as [`read`] does, except that `NaN` and the infinities are an error
+/// naming their place: `JSON.stringify` writes them as `null`, which an optional field reads as
+/// "not given", so `limitTokens: NaN` silently meant the default.
+pub fn read_options(value: &JsValue) -> Result<Option<Value>, WalkError> {
+    let mut walker = Walker::new(false, None);
+    walker.finite = true;
+    walker.read(value, None)
+}
+
 /// Reads `value`, item `index` of an array, as [`read`] does: as `JSON.stringify` reads it
 /// there (a `toJSON` method is called with the index). Error paths start at the item.
 pub fn read_item(value: &JsValue, index: u32) -> Result<Option<Value>, WalkError> {
@@ -293,6 +302,8 @@ struct Walker {
     // asked of wasm). A push onto a JS array is the cheapest crossing there is.
     batch: Array,
     lengths: Vec<u32>,
+    /// Whether a number that is not finite is an error ([`read_options`]) rather than `null`.
+    finite: bool,
 }
 
 impl Walker {
@@ -304,6 +315,7 @@ impl Walker {
             nodes: Vec::new(),
             batch: Array::new(),
             lengths: Vec::new(),
+            finite: false,
         }
     }
 
@@ -476,6 +488,18 @@ impl Walker {
             return Ok(true);
         }
         let leaf = if let Some(n) = value.as_f64() {
+            if self.finite && !n.is_finite() {
+                let found = if n.is_nan() {
+                    "NaN"
+                } else if n > 0.0 {
+                    "Infinity"
+                } else {
+                    "-Infinity"
+                };
+                return Err(WalkError::new(format!(
+                    "expected a finite number, found {found}"
+                )));
+            }
             number(n)
         } else if let Some(flag) = value.as_bool() {
             Value::Bool(flag)

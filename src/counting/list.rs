@@ -303,7 +303,12 @@ mod tests {
     use super::*;
     use crate::messages::{parse_messages_value, MessagesOptions};
 
-    /// Every conversation fixture that parses in its detected format.
+    /// Fixtures that are not conversations of any format, each with the reason; every other
+    /// fixture must parse, so one the parser newly rejects fails the tests instead of being
+    /// dropped from them.
+    const EXPECTED_INVALID: &[(&str, &str)] = &[];
+
+    /// Every conversation fixture but those of [`EXPECTED_INVALID`], which must fail to parse.
     fn fixtures() -> Vec<(String, Value)> {
         let dir = format!("{}/tests/data/messages", env!("CARGO_MANIFEST_DIR"));
         let mut out = Vec::new();
@@ -315,11 +320,18 @@ mod tests {
             }
             let value: Value =
                 serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-            if parse_messages_value(value.clone(), &MessagesOptions::default()).is_ok() {
-                out.push((name, value));
+            let parsed = parse_messages_value(value.clone(), &MessagesOptions::default());
+            let invalid = EXPECTED_INVALID
+                .iter()
+                .find(|(n, _)| name == format!("{n}.input.json"));
+            match (parsed, invalid) {
+                (Ok(_), None) => out.push((name, value)),
+                (Err(err), None) => panic!("{name} does not parse: {err}"),
+                (Ok(_), Some((_, why))) => panic!("{name} parses, but is listed invalid: {why}"),
+                (Err(_), Some(_)) => {}
             }
         }
-        assert!(out.len() >= 5, "{} fixtures", out.len());
+        assert!(out.len() >= 10, "{} fixtures", out.len());
         out
     }
 

@@ -186,9 +186,8 @@ mod tests {
             for pad in &pads {
                 for front in [true, false] {
                     let long = lengthen(&input, None, pad, front);
-                    let Ok(whole) = parse_messages(&long, &options) else {
-                        continue;
-                    };
+                    let whole = parse_messages(&long, &options)
+                        .unwrap_or_else(|err| panic!("{name} {pad:?} does not parse: {err}"));
                     let whole = repair_conversation_traced(whole, &options);
                     let skimmed =
                         || parse_skimmed_messages_value(skim(&long, None), &options).unwrap();
