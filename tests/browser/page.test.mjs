@@ -164,7 +164,8 @@ test("prepare in one call: the gauge, the offloads listed from IndexedDB and the
   const { offloads } = await listOffloaded({ store, sessionId: SESSION });
   const listed = await page.$$eval(`[data-session="${SESSION}"] [data-testid=offload]`, (items) => items.map((li) => [li.dataset.id, li.querySelector(".sizes").textContent]));
   assert.deepEqual(listed, offloads.map((o) => [o.id, `${fmt(o.tokens)} tokens · ${fmt(o.lines)} lines · ${fmt(o.bytes)} bytes`]));
-  assert.deepEqual(offloads.map((o) => o.id), report.offloaded.map((e) => e.original.id));
+  // listOffloaded gives them by id, the report in the conversation's order: the same ones
+  assert.deepEqual(offloads.map((o) => o.id), report.offloaded.map((e) => e.original.id).sort());
   const preview = await page.textContent(`[data-id="${offloads[0].id}"] pre.preview`);
   assert.equal(preview, (await readOffloaded(offloads[0].id, { store, sessionId: SESSION, limit: 10, lineChars: 200 })).text);
 
@@ -300,8 +301,10 @@ test("markup in a conversation renders as text: no element, no script, no dialog
     { role: "system", content: `System ${all}` },
     { role: "user", content: `Task: ${all}` },
   ];
-  for (let turn = 0; turn < 8; turn++) {
-    conversation.push({ role: "assistant", content: `Thinking ${all}`, tool_calls: [{ id: `call_${turn}`, type: "function", function: { name: "bash", arguments: JSON.stringify({ command: `echo '${all}'` }) } }] });
+  // Enough assistant text that offloading the tool output alone does not fit the window: the
+  // keeper compacts, so the marker and its archive render too.
+  for (let turn = 0; turn < 16; turn++) {
+    conversation.push({ role: "assistant", content: `Thinking ${all} `.repeat(15), tool_calls: [{ id: `call_${turn}`, type: "function", function: { name: "bash", arguments: JSON.stringify({ command: `echo '${all}'` }) } }] });
     conversation.push({ role: "tool", tool_call_id: `call_${turn}`, content: output(turn === 0 ? 900 : 120) });
   }
   conversation.push({ role: "user", content: [{ type: "text", text: `Next: ${all}` }] });
