@@ -1346,3 +1346,21 @@ fn the_keeper_survives_every_fault_schedule() {
         panic!("{e}");
     }
 }
+
+#[path = "../fuzz/fuzz_targets/prepare_input.rs"]
+mod prepare_input;
+
+/// The `prepare` fuzz target's seeds and every crash it found, replayed on stable.
+#[test]
+fn fuzz_fixtures_replay() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/fuzz-prepare");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let bytes = std::fs::read(&path).unwrap();
+        eprintln!("{}", path.display());
+        prepare_input::check(&bytes);
+        n += 1;
+    }
+    assert!(n > 0, "no fixture in {}", dir.display());
+}
