@@ -80,7 +80,10 @@ pub fn check(data: &[u8]) {
                 let out = p.finish(&mut counter);
                 if valid {
                     let problems = validate_conversation(&out.conversation, &same);
-                    assert!(problems.is_empty(), "a valid input came out with {problems:?}");
+                    assert!(
+                        problems.is_empty(),
+                        "a valid input came out with {problems:?}"
+                    );
                 }
                 let report = &out.report;
                 assert!(
@@ -89,8 +92,11 @@ pub fn check(data: &[u8]) {
                 );
                 let written = out.conversation.to_json_string();
                 assert!(
-                    parse_messages(&serde_json::from_str(&written).expect("output is JSON"), &same)
-                        .is_ok(),
+                    parse_messages(
+                        &serde_json::from_str(&written).expect("output is JSON"),
+                        &same
+                    )
+                    .is_ok(),
                     "the output does not parse back"
                 );
                 return;
