@@ -15,8 +15,9 @@
 //! - the output is within the budget, or the report says why not;
 //! - the same input, state and schedule give the same output, byte for byte.
 //!
-//! `cargo test --test keeper_faults` runs 10,000 sessions (`KEEPER_FAULT_CASES` sets another
-//! count, e.g. `KEEPER_FAULT_CASES=1000000` for the long run by hand).
+//! `cargo test --release --test keeper_faults` runs 10,000 sessions of 1 to 3 prepares (a debug
+//! build 300); `KEEPER_FAULT_CASES` sets another count (`KEEPER_FAULT_CASES=1000000` for the
+//! long run by hand) and `KEEPER_FAULT_SEED` another seed.
 #![cfg(not(target_arch = "wasm32"))]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -555,7 +556,7 @@ fn setup() -> impl Strategy<Value = Setup> {
         0..6usize,
         0..4usize,
         proptest::option::of(prop_oneof![Just(0.1), Just(500.0), Just(0.3)]),
-        1..4usize,
+        1..5usize,
         any::<bool>(),
     )
         .prop_map(
@@ -1167,7 +1168,7 @@ struct Case {
 fn case() -> impl Strategy<Value = Case> {
     (
         conv(),
-        prop::collection::vec(prop::collection::vec(step(), 1..4), 2),
+        prop::collection::vec(prop::collection::vec(step(), 1..4), 3),
         setup(),
         schedule(),
         prop::bool::weighted(0.25),
@@ -1299,11 +1300,15 @@ fn run_case(case: &Case, seen: &mut Tally) -> Result<usize, String> {
     Ok(runs)
 }
 
+/// Sessions to run: `KEEPER_FAULT_CASES`, else 10,000 in a release build (what CI runs,
+/// `cargo test --release --test keeper_faults`) and 300 in a debug one (`cargo test`, where the
+/// core runs many times slower).
 fn cases() -> u32 {
+    let default = if cfg!(debug_assertions) { 300 } else { 10_000 };
     std::env::var("KEEPER_FAULT_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(10_000)
+        .unwrap_or(default)
 }
 
 #[test]
