@@ -16,7 +16,7 @@
 //! - the same input, state and schedule give the same output, byte for byte.
 //!
 //! `cargo test --release --test keeper_faults` runs 4,100 sessions of 1 to 4 prepares, about
-//! 10,000 prepares (a debug build 200 sessions); `KEEPER_FAULT_CASES` sets another count (`KEEPER_FAULT_CASES=1000000` for the
+//! 10,000 prepares (a debug build 50 sessions); `KEEPER_FAULT_CASES` sets another count (`KEEPER_FAULT_CASES=1000000` for the
 //! long run by hand) and `KEEPER_FAULT_SEED` another seed.
 #![cfg(not(target_arch = "wasm32"))]
 
@@ -1302,9 +1302,9 @@ fn run_case(case: &Case, seen: &mut Tally) -> Result<usize, String> {
 
 /// Sessions to run: `KEEPER_FAULT_CASES`, else 4,100 in a release build (what CI runs,
 /// `cargo test --release --test keeper_faults`: about 10,000 prepares, a session averaging 2.5)
-/// and 200 in a debug one (`cargo test`, where the core runs many times slower).
+/// and 50 in a debug one (`cargo test`, where the core runs many times slower).
 fn cases() -> u32 {
-    let default = if cfg!(debug_assertions) { 200 } else { 4_100 };
+    let default = if cfg!(debug_assertions) { 50 } else { 4_100 };
     std::env::var("KEEPER_FAULT_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
