@@ -16,8 +16,9 @@
 //! - the same input, state and schedule give the same output, byte for byte.
 //!
 //! `cargo test --release --test keeper_faults` runs 4,100 sessions of 1 to 4 prepares, about
-//! 10,000 prepares (a debug build 50 sessions); `KEEPER_FAULT_CASES` sets another count (`KEEPER_FAULT_CASES=1000000` for the
-//! long run by hand) and `KEEPER_FAULT_SEED` another seed.
+//! 10,000 prepares (a debug build 50 sessions); `KEEPER_FAULT_CASES` sets another count
+//! (`KEEPER_FAULT_CASES=1000000` for the long run by hand) and `KEEPER_FAULT_SEED` another
+//! seed.
 #![cfg(not(target_arch = "wasm32"))]
 
 use std::collections::{BTreeMap, BTreeSet};
