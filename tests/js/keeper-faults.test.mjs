@@ -203,7 +203,7 @@ function flusher(r) {
   };
 }
 
-async function checkPrepared({ input, frozen, messages, report, dialect, confirmed, inner, sessionId, budget }) {
+async function checkPrepared({ input, frozen, messages, report, dialect, confirmed, inner, store, sessionId, budget }) {
   const where = `${dialect} ${report.decision}`;
   assert.equal(JSON.stringify(input), frozen, `${where}: the input was mutated`);
   assert.deepEqual(validateMessages(messages, { format: dialect === "ui" ? "aisdk" : dialect }), [], `${where}: invalid output`);
@@ -228,7 +228,10 @@ async function checkPrepared({ input, frozen, messages, report, dialect, confirm
     const stored = new TextDecoder().decode(bytes);
     const body = stored.slice(stored.indexOf("\n") + 1);
     const original = originals.get(edit.toolCallId);
-    if (original !== undefined) assert.equal(body, original, `${where}: offload ${id} is not the original`);
+    if (original !== undefined && body !== original) {
+      const history = store.log.filter((e) => JSON.stringify(e.key) === JSON.stringify(key)).map((e) => `${e.op}#${e.n}:${e.fault ?? "ok"}`);
+      assert.fail(`${where}: offload ${id} is not the original (${body.length} of ${original.length} chars stored; writes of its key: ${history.join(", ")})`);
+    }
     const read = await readOffloaded(id, { store: inner, sessionId, limit: 1 });
     assert.equal(read.id, id);
   }
@@ -312,7 +315,7 @@ test(`${PREPARES} prepares of faulty sessions in every dialect: valid, in budget
       tally.failures += report.failures.length;
       const t1 = performance.now();
       if (process.env.KEEPER_FAULT_DUMP) (await import("node:fs")).writeFileSync(process.env.KEEPER_FAULT_DUMP, JSON.stringify({ input, messages, report, options: { ...options, store: undefined, summarize: undefined, flush: undefined } }, null, 1));
-      await checkPrepared({ input, frozen, messages, report, dialect, confirmed, inner, sessionId, budget: keeper.budget });
+      await checkPrepared({ input, frozen, messages, report, dialect, confirmed, inner, store, sessionId, budget: keeper.budget });
       tally.checkMs += performance.now() - t1;
       last = messages;
     }
