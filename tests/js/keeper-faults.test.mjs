@@ -315,7 +315,12 @@ test(`${PREPARES} prepares of faulty sessions in every dialect: valid, in budget
       tally.failures += report.failures.length;
       const t1 = performance.now();
       if (process.env.KEEPER_FAULT_DUMP) (await import("node:fs")).writeFileSync(process.env.KEEPER_FAULT_DUMP, JSON.stringify({ input, messages, report, options: { ...options, store: undefined, summarize: undefined, flush: undefined } }, null, 1));
-      await checkPrepared({ input, frozen, messages, report, dialect, confirmed, inner, store, sessionId, budget: keeper.budget });
+      try {
+        await checkPrepared({ input, frozen, messages, report, dialect, confirmed, inner, store, sessionId, budget: keeper.budget });
+      } catch (err) {
+        err.message = `prepare ${tally.prepares} (session ${tally.sessions}, seed ${SEED}): ${err.message}`;
+        throw err;
+      }
       tally.checkMs += performance.now() - t1;
       last = messages;
     }
