@@ -259,7 +259,17 @@ async function checkPrepared({ input, frozen, messages, report, dialect, confirm
   }
 }
 
-test(`${PREPARES} prepares of faulty sessions in every dialect: valid, in budget or a reason, nothing lost`, async () => {
+test(`${PREPARES} prepares of faulty sessions in every dialect: valid, in budget or a reason, nothing lost`, () => campaign(PREPARES, SEED));
+
+// NOTE: a known failure, kept visible (node:test reports a todo's failure without failing the
+// run): a confirmed offload record is later re-saved under its content-derived key by a
+// prepare whose session state lacked it (the state's load missed or its save failed), that
+// save writes half and fails, and a later prepare (whose state knows the id) points at the
+// torn record. Seed 5 reaches it at prepare 82; the fix belongs in the driver or the stores
+// (never overwrite a confirmed content-addressed record, or overwrite atomically).
+test("seed 5: a torn re-save must not destroy a confirmed offload", { todo: "torn re-save over a confirmed offload record" }, () => campaign(200, 5));
+
+async function campaign(PREPARES, SEED) {
   const r = rng(SEED);
   const tally = { prepares: 0, sessions: 0, rejected: 0, summaries: 0, decisions: {}, offloaded: 0, failures: 0, restarts: 0, prepareMs: 0, checkMs: 0 };
   const started = performance.now();
@@ -329,4 +339,4 @@ test(`${PREPARES} prepares of faulty sessions in every dialect: valid, in budget
   const seconds = ((performance.now() - started) / 1000).toFixed(1);
   console.log(`keeper-faults: ${JSON.stringify({ ...tally, seed: SEED, seconds })}`);
   assert.ok(tally.decisions.compacted > 0 && tally.offloaded > 0 && tally.failures > 0, "the campaign reached compaction, offloads and failures");
-});
+}
