@@ -773,6 +773,24 @@ impl CompactPlan {
                 _ => (start, shape, Vec::new()),
             }
         } else {
+            // NOTE: the marker stays a block after the first request's, in a user message, so
+            // in Anthropic's format the recent turns must not start with a user message: the
+            // cut moves later, or else earlier (keeping more).
+            let fits = |s: &usize| {
+                allowed.get(*s).copied().unwrap_or(false)
+                    && (format != Format::Anthropic || role(*s) != Some(Role::User))
+            };
+            let found = (split..n)
+                .find(fits)
+                .or_else(|| (body_start + 1..split).rev().find(fits));
+            let Some(s) = found else {
+                self.reason = Some(
+                    "nothing to compact: no cut leaves the roles alternating as Anthropic requires"
+                        .to_owned(),
+                );
+                return;
+            };
+            split = s;
             (start, MarkerShape::AfterBlocks, previous_lead)
         };
         let systems = leading_systems(messages);

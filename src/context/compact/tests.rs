@@ -517,3 +517,64 @@ fn nothing_to_compact_is_said_not_failed() {
     )
     .is_ok());
 }
+
+/// Found by the fault campaign (tests/js/keeper-faults.test.mjs): an Anthropic history handed
+/// back with its marker after the first request's blocks, whose recent turns would start with a
+/// user message, came out with two user messages in a row. The cut moves to where the recent
+/// turns start with the assistant.
+#[test]
+fn a_later_anthropic_compaction_after_blocks_keeps_the_roles_alternating() {
+    let anthropic = |turns: usize| -> Vec<Value> {
+        let mut list = vec![json!({"role": "user", "content": "Fix the export."})];
+        for t in 0..turns {
+            list.push(json!({"role": "assistant", "content": [
+                {"type": "tool_use", "id": format!("t{t}"), "name": "bash", "input": {"command": format!("sed -n {t}p a.rs")}}]}));
+            list.push(json!({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": format!("t{t}"), "content": "fn export_row() {}\n".repeat(40)}]}));
+            list.push(json!({"role": "assistant", "content": format!("Turn {t} read.")}));
+            list.push(json!({"role": "user", "content": format!("go on ({t})")}));
+        }
+        list
+    };
+    let options = CompactOptions {
+        keep_recent_turns: None,
+        keep_recent_tokens: Some(1),
+        ..options()
+    };
+    let mut history = anthropic(6);
+    history.pop();
+    let first = plan(
+        read(&Value::Array(history)),
+        &options,
+        SessionState::default(),
+        &mut Counter::new(),
+    )
+    .unwrap()
+    .summarized(SUMMARY);
+    let head = first.conversation.messages()[0].parts().len();
+    assert!(head > 1, "the marker follows the first request's blocks");
+    // the host sends back what it got, with more turns ending in a user message
+    let mut grown = first.conversation.to_value().as_array().unwrap().clone();
+    grown.push(json!({"role": "user", "content": "Next, the import."}));
+    grown.extend(anthropic(4).into_iter().skip(1).map(|m| {
+        let mut m = m;
+        if let Some(id) = m.pointer_mut("/content/0/id") {
+            *id = json!(format!("later-{}", id.as_str().unwrap()));
+        }
+        if let Some(id) = m.pointer_mut("/content/0/tool_use_id") {
+            *id = json!(format!("later-{}", id.as_str().unwrap()));
+        }
+        m
+    }));
+    let grown = read(&Value::Array(grown));
+    let options_same = MessagesOptions {
+        format: Some(Format::Anthropic),
+        allow_pending_calls: true,
+    };
+    assert!(validate_conversation(&grown, &options_same).is_empty());
+    let p = plan(grown, &options, first.state.unwrap(), &mut Counter::new()).unwrap();
+    let second = p.summarized("Both summaries folded.");
+    assert_eq!(second.report.outcome, CompactOutcome::Compacted);
+    let problems = validate_conversation(&second.conversation, &options_same);
+    assert!(problems.is_empty(), "{problems:?}");
+}

@@ -1,0 +1,135 @@
+//! What the `prepare` target checks on any input: bytes as JSON
+//! `{"messages": ..., "options": ..., "state": ..., "faults": "..."}` (the conversation in any
+//! format, the keeper's options, a stored session state, and a fault schedule: one letter per
+//! store write, summary and flush, `o`k or `f`ail, `e`mpty, `h`euristic), driven through
+//! `Prepare` to the end. No input may panic; an input that parses and is valid gives a valid
+//! output, within the budget or with a reason.
+//!
+//! Shared by the libFuzzer target (fuzz/fuzz_targets/prepare.rs) and the stable test that
+//! replays its fixtures (tests/keeper_faults.rs, `fuzz_fixtures_replay`).
+
+use context_keeper::context::compact::SummaryOutcome;
+use context_keeper::context::flush::FlushOutcome;
+use context_keeper::context::keeper::{Call, KeeperOptions, Need, Prepare};
+use context_keeper::context::state::SessionState;
+use context_keeper::context::Outcome;
+use context_keeper::counting::Counter;
+use context_keeper::messages::{parse_messages, validate_conversation, MessagesOptions};
+use serde_json::Value;
+
+/// Drives one prepare of `data`; panics on a broken invariant.
+pub fn check(data: &[u8]) {
+    let Ok(input) = serde_json::from_slice::<Value>(data) else {
+        return;
+    };
+    let messages = input.get("messages").cloned().unwrap_or(Value::Null);
+    let Ok(options) = serde_json::from_value::<KeeperOptions>(
+        input
+            .get("options")
+            .cloned()
+            .unwrap_or_else(|| serde_json::json!({"contextWindow": 2000})),
+    ) else {
+        return;
+    };
+    let state = input
+        .get("state")
+        .cloned()
+        .and_then(|s| serde_json::from_value::<SessionState>(s).ok())
+        .unwrap_or_default();
+    let faults: Vec<char> = input
+        .get("faults")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .chars()
+        .collect();
+    let mut faults = faults.into_iter();
+    let mut next = move || faults.next().unwrap_or('o');
+    let parse = MessagesOptions {
+        format: None,
+        allow_pending_calls: true,
+    };
+    let Ok(conv) = parse_messages(&messages, &parse) else {
+        return;
+    };
+    let format = conv.format();
+    let same = MessagesOptions {
+        format: Some(format),
+        allow_pending_calls: true,
+    };
+    let valid = validate_conversation(&conv, &same).is_empty();
+    let mut counter = Counter::new();
+    let call = Call {
+        session_id: "fuzz".into(),
+        now: Some("2026-11-26T00:00:00Z".into()),
+        flush: true,
+    };
+    let Ok(mut p) = Prepare::start(conv, &options, call, state, &mut counter) else {
+        return;
+    };
+    let save = |c: char| match c {
+        'f' => Outcome::Failed("injected".into()),
+        _ => Outcome::Saved,
+    };
+    for _ in 0..64 {
+        let need = match p.next(&mut counter) {
+            Ok(need) => need,
+            Err(_) => return,
+        };
+        match need {
+            Need::Done => {
+                let out = p.finish(&mut counter);
+                if valid {
+                    let problems = validate_conversation(&out.conversation, &same);
+                    assert!(
+                        problems.is_empty(),
+                        "a valid input came out with {problems:?}"
+                    );
+                }
+                let report = &out.report;
+                assert!(
+                    report.fits || !report.managed || report.over_budget.is_some(),
+                    "over the budget with no reason: {report:?}"
+                );
+                let written = out.conversation.to_json_string();
+                assert!(
+                    parse_messages(
+                        &serde_json::from_str(&written).expect("output is JSON"),
+                        &same
+                    )
+                    .is_ok(),
+                    "the output does not parse back"
+                );
+                return;
+            }
+            Need::Saves(saves) => {
+                let outcomes: Vec<Outcome> = saves.iter().map(|_| save(next())).collect();
+                p.saved(&outcomes);
+            }
+            Need::Flush(_) => {
+                let outcome = match next() {
+                    'f' => FlushOutcome::Failed("injected".into()),
+                    'e' => FlushOutcome::Replied(None),
+                    _ => FlushOutcome::Replied(Some("SILENT".into())),
+                };
+                if p.flushed(outcome, &mut counter).is_err() {
+                    return;
+                }
+            }
+            Need::Compact { saves, request } => {
+                let asked = request.is_some();
+                let outcomes: Vec<Outcome> = saves.iter().map(|_| save(next())).collect();
+                let summary = match (asked, next()) {
+                    (false, _) => SummaryOutcome::NotCalled,
+                    (true, 'f') => SummaryOutcome::Failed("injected".into()),
+                    (true, 'e') => SummaryOutcome::Text(String::new()),
+                    (true, 'h') => SummaryOutcome::Heuristic,
+                    (true, _) => SummaryOutcome::Text("a summary".into()),
+                };
+                if p.summarized(&outcomes, summary, &mut counter).is_err() {
+                    return;
+                }
+            }
+        }
+    }
+    panic!("the prepare asked for more than 64 steps");
+}
