@@ -84,6 +84,20 @@ async function attempt(call, timeoutMs) {
   }
 }
 
+const UTF8 = new TextDecoder();
+
+/** The SHA-256 an offload record's header line names, or undefined for bytes that hold none. */
+function recordHash(bytes) {
+  const end = bytes.indexOf(10);
+  if (end < 0) return undefined;
+  try {
+    const hash = JSON.parse(UTF8.decode(bytes.subarray(0, end))).sha256;
+    return typeof hash === "string" ? hash : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function reasonOf(error) {
   try {
     if (error instanceof Error) return error.name === "Error" || error.name === "ContextKeeperError" ? error.message : `${error.name}: ${error.message}`;
@@ -133,12 +147,20 @@ export function bindContext(core) {
     return core.__ckEvict(messages, checkObject(options, "options"));
   }
 
-  /** Saves each distinct key once; returns per save `null` (confirmed) or the reason. */
+  /**
+   * Saves each distinct key once; returns per save `null` (confirmed) or the reason. An offload
+   * record's key is its content's, so one already stored intact under it is the same record: it
+   * counts as confirmed and is not written again, since a write that fails halfway (a store
+   * may tear one) would destroy the copy a pointer already names. (A session state that lost
+   * the offload, by a failed load or save, is what makes the core ask again.)
+   */
   async function performSaves(store, saves, timeoutMs) {
     const byKey = new Map();
     for (const save of saves) {
       const id = JSON.stringify(save.key);
-      if (!byKey.has(id)) byKey.set(id, attempt(() => store.save(save.key, save.bytes), timeoutMs));
+      if (!byKey.has(id)) {
+        byKey.set(id, (async () => ((await holdsRecord(store, save.key, save.bytes, timeoutMs)) ? { ok: true } : attempt(() => store.save(save.key, save.bytes), timeoutMs)))());
+      }
     }
     const outcomes = [];
     for (const save of saves) {
@@ -146,6 +168,22 @@ export function bindContext(core) {
       outcomes.push(result.ok ? null : result.reason);
     }
     return outcomes;
+  }
+
+  /** Whether `key`, an offload record's, already holds an intact record of the content `bytes`
+   * hold (its header names the same SHA-256, and the text matches it). */
+  async function holdsRecord(store, key, bytes, timeoutMs) {
+    if (key[2] !== "offload" || typeof key[3] !== "string") return false;
+    const want = recordHash(bytes);
+    if (want === undefined) return false;
+    const loaded = await attempt(() => store.load(key), timeoutMs);
+    if (!loaded.ok || !(loaded.value instanceof Uint8Array) || recordHash(loaded.value) !== want) return false;
+    try {
+      core.__ckRead(key[3], loaded.value, 1, 1, 1);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /** The driver's own offload options, checked, and the rest for the core. */

@@ -261,13 +261,12 @@ async function checkPrepared({ input, frozen, messages, report, dialect, confirm
 
 test(`${PREPARES} prepares of faulty sessions in every dialect: valid, in budget or a reason, nothing lost`, () => campaign(PREPARES, SEED));
 
-// NOTE: a known failure, kept visible (node:test reports a todo's failure without failing the
-// run): a confirmed offload record is later re-saved under its content-derived key by a
-// prepare whose session state lacked it (the state's load missed or its save failed), that
-// save writes half and fails, and a later prepare (whose state knows the id) points at the
-// torn record. Seed 5 reaches it at prepare 82; the fix belongs in the driver or the stores
-// (never overwrite a confirmed content-addressed record, or overwrite atomically).
-test("seed 5: a torn re-save must not destroy a confirmed offload", { todo: "torn re-save over a confirmed offload record" }, () => campaign(200, 5));
+// Seed 5 found this at prepare 82: a confirmed offload record was saved again under its
+// content-derived key by a prepare whose session state lacked it (the state's load missed or its
+// save failed); that save wrote half and failed, and a later prepare whose state knew the id
+// pointed at the torn record. The driver now keeps an intact record of the same content instead
+// of writing it again (performSaves).
+test("seed 5: a torn re-save does not destroy a confirmed offload", () => campaign(200, 5));
 
 async function campaign(PREPARES, SEED) {
   const r = rng(SEED);
