@@ -820,6 +820,18 @@ const fn punct_pair(event: u8, cp: u8, p: usize, cb: u8, b: usize) -> Pair {
     }
 }
 
+/// The counter a punctuation pair of bank `bank` adds to (and how much) at run length `len`
+/// before its second character: [`P_MIX`] from [`MIX_FROM`] on for [`Pair::Mixed`], [`P_RULE`]
+/// taken back at [`RULE_AT`] for [`Pair::Repeated`]. The one rule for both paths: the cell
+/// table weighs it in (`cell_weights`), the per-character path adds it ([`step`]).
+const fn pair_add(bank: Pair, len: usize) -> Option<(usize, i64)> {
+    match bank {
+        Pair::Mixed if len >= MIX_FROM => Some((P_MIX, 1)),
+        Pair::Repeated if len == RULE_AT => Some((P_RULE, -1)),
+        _ => None,
+    }
+}
+
 /// Whether o200k_base has long runs of ASCII punctuation byte `b` as few tokens (32 of them
 /// in one to six), so that a run of it repeated is a rule ([`P_RULE`]). The rest (brackets,
 /// quotes, `,`, `|`, `&`, `$`, `@`, `\`, `^`, a backtick) it merges in twos or fours at most,
@@ -1194,22 +1206,22 @@ const fn cell_weights() -> [i32; 4 * CELLS] {
             RARE_PAIRS
         };
         t[CELLS + i] = t[i].wrapping_add(fixed(WEIGHTS[rare]));
-        // The same cell with an ASCII punctuation character unlike the one before it at its
-        // last byte ([`P_MIX`]; the fast path marks one only where the run goes on).
-        let mix = if event == 0 && i & 31 >= MIX_FROM {
-            fixed(WEIGHTS[P_MIX])
-        } else {
-            0
-        };
-        t[2 * CELLS + i] = t[i].wrapping_add(mix);
-        // The same cell with an ASCII punctuation character that repeats the one before it:
-        // the eighth of a run makes it a rule ([`P_RULE`]).
-        let rule = if event == 0 && i & 31 == RULE_AT {
-            fixed(WEIGHTS[P_RULE])
-        } else {
-            0
-        };
-        t[3 * CELLS + i] = t[i].wrapping_sub(rule);
+        // The same cell with ASCII punctuation unlike, or repeating, the one before it at its
+        // last byte (the pair table marks those only where the run goes on, event 0).
+        let mut bank = 2;
+        while bank < 4 {
+            let pair = if bank == 2 {
+                Pair::Mixed
+            } else {
+                Pair::Repeated
+            };
+            let add = match pair_add(pair, i & 31) {
+                Some((at, n)) => fixed(WEIGHTS[at] * n as f64),
+                None => 0,
+            };
+            t[bank * CELLS + i] = t[i].wrapping_add(add);
+            bank += 1;
+        }
         i += 1;
     }
     // In 32 bits (a cell weighs far less than 2^11 tokens), to keep the table small.
@@ -1455,13 +1467,13 @@ impl Sink for Counts<'_> {
             let early = cell % 32 <= EARLY;
             self.add(if early { RARE_EARLY } else { RARE_PAIRS }, 1);
         }
-        // Punctuation pairs are marked only in runs that go on (event 0).
-        let len = cell % 32;
-        if (2 * CELLS..2 * CELLS + 32).contains(&cell) {
-            self.add(P_MIX, i64::from(len >= MIX_FROM));
-        }
-        if cell == 3 * CELLS + RULE_AT {
-            self.add(P_RULE, -1);
+        let pair = match cell / CELLS {
+            2 => Pair::Mixed,
+            3 => Pair::Repeated,
+            _ => Pair::None,
+        };
+        if let Some((at, n)) = pair_add(pair, cell % 32) {
+            self.add(at, n);
         }
         if let Some(x) = self.cells.get_mut(cell % CELLS) {
             *x = x.wrapping_add(1);
@@ -1598,11 +1610,16 @@ fn step(st: &mut State, sink: &mut impl Sink, class: u8, b: u8, punct: u8) -> bo
         event = E_LED_MID + 4;
     }
     // What the fast path's cells of [`Pair::Mixed`] and [`Pair::Repeated`] weigh more.
-    if punct != 0 && event == 0 {
-        if punct != b || !rule_char(usize::from(b)) {
-            sink.add(P_MIX, i64::from(st.len >= MIX_FROM));
-        } else if st.len == RULE_AT {
-            sink.add(P_RULE, -1);
+    if punct != 0 {
+        let pair = punct_pair(
+            event,
+            byte_class(punct),
+            usize::from(punct),
+            byte_class(b),
+            usize::from(b),
+        );
+        if let Some((at, n)) = pair_add(pair, st.len) {
+            sink.add(at, n);
         }
     }
     let row = usize::from(event) << 5;
@@ -1636,13 +1653,11 @@ fn pair_step(st: &mut State, b: u8, c: u8) {
     st.last = b;
 }
 
-/// The last byte if it and ASCII byte `b` (of `TABLES.class` entry `c`) are both ASCII
-/// punctuation, else 0, for [`step`]'s [`Pair`] (before [`pair_step`] makes `b` the last byte).
+/// The last byte if it was ASCII punctuation, else 0, for [`step`]'s [`Pair`] (before
+/// [`pair_step`] makes the next byte the last).
 #[inline(always)]
-fn punct_before(st: &State, b: u8, c: u8) -> u8 {
-    let both =
-        st.last != 0 && b < 0x80 && is_punct((st.classes & 15) as u8) && is_punct(step_class(c));
-    if both {
+fn punct_before(st: &State) -> u8 {
+    if st.last != 0 && is_punct((st.classes & 15) as u8) {
         st.last
     } else {
         0
@@ -1653,7 +1668,7 @@ fn punct_before(st: &State, b: u8, c: u8) -> u8 {
 #[inline(always)]
 fn ascii_step(st: &mut State, sink: &mut impl Sink, b: u8) {
     let c = byte_class(b);
-    let punct = punct_before(st, b, c);
+    let punct = punct_before(st);
     pair_step(st, b, c);
     step(st, sink, step_class(c), b, punct);
 }
@@ -1916,7 +1931,7 @@ fn char_step(st: &mut State, sink: &mut impl Sink, b: &[u8]) -> usize {
     let mut punct = 0;
     let (class, len, info) = if lead < 0x80 {
         let c = byte_class(lead);
-        punct = punct_before(st, lead, c);
+        punct = punct_before(st);
         ascii_after_wide(st, sink, lead);
         pair_step(st, lead, c);
         let mut class = step_class(c);
