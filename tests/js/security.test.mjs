@@ -15,6 +15,7 @@ import { IDBFactory, IDBKeyRange } from "fake-indexeddb";
 import * as ck from "context-keeper";
 import { FileSystemStore, IndexedDBStore, MemoryStore, StoreError } from "context-keeper/stores";
 import { HOSTILE_COMPONENTS } from "context-keeper/testing";
+import { filesUnder } from "./store-fakes.mjs";
 
 const {
   ContextKeeper, ContextKeeperError, countMessages, validateMessages, repairMessages, detectFormat,
@@ -68,16 +69,6 @@ const stores = {
   IndexedDBStore: async () => ({ store: new IndexedDBStore({ indexedDB: new IDBFactory(), IDBKeyRange, name: "security" }), teardown: async () => {} }),
   MemoryStore: async () => ({ store: new MemoryStore(), teardown: async () => {} }),
 };
-
-async function walk(dir) {
-  const out = [];
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) out.push(...(await walk(path)));
-    else out.push(path);
-  }
-  return out;
-}
 
 describe("hostile tool names, call ids and session ids stay in their namespace and session", () => {
   for (const [name, setup] of Object.entries(stores)) {
@@ -133,7 +124,7 @@ describe("hostile tool names, call ids and session ids stay in their namespace a
         if (root) {
           // Nothing beside the store's directory, and nothing in it but encoded names.
           assert.deepEqual(await readdir(root), ["store"]);
-          const files = await walk(dir);
+          const files = await filesUnder(dir);
           assert.equal(files.length, all.length);
           for (const file of files) {
             const rel = relative(dir, file);

@@ -3,6 +3,8 @@
 // writes and limits can be driven from Node. The stores also run against the real bindings
 // inside workerd (tests/workerd/stores.test.mjs); these fakes are for the failure paths a real
 // backend will not produce on demand.
+import { readdir } from "node:fs/promises";
+import { join } from "node:path";
 import { serialize } from "node:v8";
 
 /** The size of a stored value as the runtime serializes it (a view carries its whole buffer). */
@@ -106,4 +108,15 @@ export class FakeKV {
     const complete = start + this.pageSize >= names.length;
     return { keys: page.map((name) => ({ name, metadata: this.map.get(name).metadata ?? undefined })), list_complete: complete, cursor: complete ? undefined : String(start + this.pageSize) };
   }
+}
+
+/** Every file under `dir`, at any depth (what a file-system store wrote). */
+export async function filesUnder(dir) {
+  const out = [];
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...(await filesUnder(path)));
+    else out.push(path);
+  }
+  return out;
 }

@@ -14,7 +14,7 @@ import {
   decodeComponent, encodeComponent, loadJSON, loadText, saveJSON, saveText, storeKey,
 } from "context-keeper/stores";
 import { FaultyStore, HOSTILE_COMPONENTS, randomFaults, runStoreTests } from "context-keeper/testing";
-import { FakeDurableStorage, FakeKV } from "./store-fakes.mjs";
+import { FakeDurableStorage, FakeKV, filesUnder } from "./store-fakes.mjs";
 
 const MiB = 1024 * 1024;
 
@@ -119,7 +119,7 @@ describe("FileSystemStore", () => {
     for (const [i, key] of keys.entries()) await store.save(key, Uint8Array.of(i & 0xff));
     // Nothing beside the store's directory in the parent, and every name inside it is safe.
     assert.deepEqual(await readdir(root), ["store"]);
-    const files = await walk(dir);
+    const files = await filesUnder(dir);
     assert.ok(files.length > 0);
     for (const file of files) {
       const rel = relative(dir, file);
@@ -143,7 +143,7 @@ describe("FileSystemStore", () => {
     await store.save(["a", "b", "c"], Uint8Array.of(1));
     await store.save(["a", "x"], Uint8Array.of(2));
     await store.remove(["a", "b", "c"]);
-    assert.deepEqual((await walk(dir)).map((f) => relative(dir, f)), [join("a", "x=")]);
+    assert.deepEqual((await filesUnder(dir)).map((f) => relative(dir, f)), [join("a", "x=")]);
     await store.remove(["a", "x"]);
     assert.deepEqual(await readdir(dir), []);
     await Promise.all(Array.from({ length: 50 }, (_, i) => store.save(["k"], Uint8Array.of(i))));
@@ -481,16 +481,6 @@ describe("FaultyStore", () => {
     assert.throws(() => new FaultyStore({}, []), /inner: expected a store/);
   });
 });
-
-async function walk(dir) {
-  const out = [];
-  for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) out.push(...(await walk(path)));
-    else out.push(path);
-  }
-  return out;
-}
 
 function bytes(length, seed) {
   const out = new Uint8Array(length);
