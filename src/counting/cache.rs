@@ -150,6 +150,11 @@ impl Keyer {
 
     /// The key of `message`, whatever the rules.
     pub fn message_key(&mut self, message: &Message) -> MessageKey {
+        // NOTE: kept with the message, whose every edit empties it: a message the tiers left
+        // as it was is not serialized again.
+        if let Some(key) = message.key.get() {
+            return key;
+        }
         let buf = &mut self.buf;
         buf.clear();
         buf.extend_from_slice(message.format().name().as_bytes());
@@ -162,7 +167,9 @@ impl Keyer {
             buf.push(part.kind() as u8);
             serde_json::to_writer(&mut *buf, part.raw()).unwrap_or_default();
         }
-        MessageKey(xxh3_64(buf), buf.len() as u64)
+        let key = MessageKey(xxh3_64(buf), buf.len() as u64);
+        message.key.set(key);
+        key
     }
 
     /// The cache key of a message counted under these rules.

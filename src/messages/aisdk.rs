@@ -20,7 +20,9 @@ use std::mem;
 use serde_json::{json, Map, Value};
 
 use super::error::{as_obj, into_obj, opt_bool, opt_obj, opt_str, req_role, req_str, ParseError};
-use super::model::{Form, Format, Message, Part, PartInfo, PartKind, Role, Slot};
+use super::model::{
+    Form, Format, KeyCell, Message, MessageData, Part, PartInfo, PartKind, Role, Slot,
+};
 use super::parse_content;
 
 const ROLES: &str = "\"system\", \"user\", \"assistant\" or \"tool\"";
@@ -54,7 +56,7 @@ pub(crate) fn parse_message(value: Value) -> Result<Message, ParseError> {
         }
     };
     let (content_form, parts) = parse_content(Format::AiSdk, content, part_info)?;
-    Ok(Message {
+    Ok(Message::from(MessageData {
         role,
         format: Format::AiSdk,
         skeleton: obj,
@@ -62,7 +64,8 @@ pub(crate) fn parse_message(value: Value) -> Result<Message, ParseError> {
         tool_calls: Form::Absent,
         parts,
         skimmed: false,
-    })
+        key: KeyCell::default(),
+    }))
 }
 
 /// Whether a message object is an AI SDK `UIMessage`: no `content` (absent or `null`), and a
@@ -83,7 +86,7 @@ fn parse_ui_message(role: Role, mut obj: Map<String, Value>) -> Result<Message, 
         let info = ui_part_info(role, &value).map_err(|e| e.under(format_args!(".parts[{j}]")))?;
         parts.push(Part::from_info(Format::AiSdk, Slot::UiPart, info, value));
     }
-    Ok(Message {
+    Ok(Message::from(MessageData {
         role,
         format: Format::AiSdk,
         skeleton: obj,
@@ -91,7 +94,8 @@ fn parse_ui_message(role: Role, mut obj: Map<String, Value>) -> Result<Message, 
         tool_calls: Form::Absent,
         parts,
         skimmed: false,
-    })
+        key: KeyCell::default(),
+    }))
 }
 
 /// A `UIMessage` part's shape, and whether `convertToModelMessages` sends it for `role`.
@@ -142,7 +146,7 @@ fn ui_tool_info(obj: &Map<String, Value>, name: &str) -> Result<PartInfo, ParseE
 /// The top-level `system` of a `generateText`-style call: a string.
 pub(crate) fn parse_system(value: Value) -> Result<Message, ParseError> {
     match value {
-        Value::String(s) => Ok(Message {
+        Value::String(s) => Ok(Message::from(MessageData {
             role: Role::System,
             format: Format::AiSdk,
             skeleton: serde_json::Map::new(),
@@ -150,7 +154,8 @@ pub(crate) fn parse_system(value: Value) -> Result<Message, ParseError> {
             tool_calls: Form::Absent,
             parts: vec![Part::content_string(Format::AiSdk, s)],
             skimmed: false,
-        }),
+            key: KeyCell::default(),
+        })),
         other => Err(ParseError::expected("", "a string", Some(&other))),
     }
 }

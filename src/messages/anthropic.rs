@@ -13,7 +13,9 @@ use std::mem;
 use serde_json::{json, Value};
 
 use super::error::{as_obj, into_obj, opt_bool, opt_str, req_role, req_str, ParseError};
-use super::model::{Form, Format, Message, Part, PartInfo, PartKind, Role, Slot};
+use super::model::{
+    Form, Format, KeyCell, Message, MessageData, Part, PartInfo, PartKind, Role, Slot,
+};
 use super::{aisdk, parse_content};
 
 const ROLES: &str = "\"user\" or \"assistant\"";
@@ -35,7 +37,7 @@ pub(crate) fn parse_message(value: Value) -> Result<Message, ParseError> {
         }
     };
     let (content_form, parts) = parse_content(Format::Anthropic, content, block_info)?;
-    Ok(Message {
+    Ok(Message::from(MessageData {
         role,
         format: Format::Anthropic,
         skeleton: obj,
@@ -43,7 +45,8 @@ pub(crate) fn parse_message(value: Value) -> Result<Message, ParseError> {
         tool_calls: Form::Absent,
         parts,
         skimmed: false,
-    })
+        key: KeyCell::default(),
+    }))
 }
 
 /// The top-level `system`: a string or text blocks.
@@ -69,7 +72,7 @@ pub(crate) fn parse_system(value: Value) -> Result<Message, ParseError> {
             ))
         }
     };
-    Ok(Message {
+    Ok(Message::from(MessageData {
         role: Role::System,
         format: Format::Anthropic,
         skeleton: serde_json::Map::new(),
@@ -77,7 +80,8 @@ pub(crate) fn parse_system(value: Value) -> Result<Message, ParseError> {
         tool_calls: Form::Absent,
         parts,
         skimmed: false,
-    })
+        key: KeyCell::default(),
+    }))
 }
 
 fn block_info(value: &Value) -> Result<PartInfo, ParseError> {

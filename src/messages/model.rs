@@ -7,11 +7,13 @@
 //! edited part changes only the fields the edit names.
 
 use std::fmt;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::compaction::{CompactionMarker, COMPACTION_TAG};
+use crate::counting::MessageKey;
 
 /// A message format: the JSON shape one SDK uses for a conversation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -705,8 +707,16 @@ pub(crate) fn put(map: &mut Map<String, Value>, key: &str, value: Option<Value>)
 }
 
 /// One message: a role and ordered parts.
+///
+/// A clone shares the message's data and copies it only when one of the two is edited (copy
+/// on write, through `DerefMut`): the tiers work on copies of a conversation, and a copy of a
+/// 1,000-message history costs a pointer per message, not a copy of every text in it.
+#[derive(Clone, PartialEq)]
+pub struct Message(Arc<MessageData>);
+
+/// What a [`Message`] holds.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Message {
+pub struct MessageData {
     pub(crate) role: Role,
     pub(crate) format: Format,
     /// The message object, with the fields the parts were taken from left as `null`
@@ -717,12 +727,71 @@ pub struct Message {
     pub(crate) parts: Vec<Part>,
     /// Whether `skeleton` was read with its long texts cut short ([`Conversation::mark_skimmed`]).
     pub(crate) skimmed: bool,
+    /// The message's count key once computed ([`crate::counting::Keyer::message_key`]);
+    /// emptied by every edit.
+    pub(crate) key: KeyCell,
+}
+
+/// A message's count key, computed at most once per version of the message. It takes no part
+/// in comparing messages.
+#[derive(Clone, Default)]
+pub(crate) struct KeyCell(OnceLock<MessageKey>);
+
+impl KeyCell {
+    pub(crate) fn get(&self) -> Option<MessageKey> {
+        self.0.get().copied()
+    }
+
+    pub(crate) fn set(&self, key: MessageKey) {
+        // NOTE: a key set twice is the same key (it is a function of the message).
+        let _ = self.0.set(key);
+    }
+}
+
+impl PartialEq for KeyCell {
+    fn eq(&self, _: &KeyCell) -> bool {
+        true
+    }
+}
+
+impl fmt::Debug for KeyCell {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("KeyCell")
+    }
+}
+
+impl From<MessageData> for Message {
+    fn from(data: MessageData) -> Message {
+        Message(Arc::new(data))
+    }
+}
+
+impl std::ops::Deref for Message {
+    type Target = MessageData;
+    fn deref(&self) -> &MessageData {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Message {
+    /// The message's own data, copied first when a clone shares it; an edit empties the key.
+    fn deref_mut(&mut self) -> &mut MessageData {
+        let data = Arc::make_mut(&mut self.0);
+        data.key = KeyCell::default();
+        data
+    }
+}
+
+impl fmt::Debug for Message {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
 }
 
 impl Message {
     /// A message whose whole object is one part (OpenAI `tool` and `function` messages).
     pub(crate) fn whole(format: Format, role: Role, part: Part) -> Message {
-        Message {
+        Message::from(MessageData {
             role,
             format,
             skeleton: Map::new(),
@@ -730,7 +799,8 @@ impl Message {
             tool_calls: Form::Absent,
             parts: vec![part],
             skimmed: false,
-        }
+            key: KeyCell::default(),
+        })
     }
 
     /// A new message with array content made of `parts` (which must be content items).
@@ -738,7 +808,7 @@ impl Message {
         let mut skeleton = Map::new();
         skeleton.insert("role".to_owned(), Value::String(role.name().to_owned()));
         skeleton.insert("content".to_owned(), Value::Null);
-        Message {
+        Message::from(MessageData {
             role,
             format,
             skeleton,
@@ -746,7 +816,8 @@ impl Message {
             tool_calls: Form::Absent,
             parts,
             skimmed: false,
-        }
+            key: KeyCell::default(),
+        })
     }
 
     /// A new message with string content.
@@ -755,7 +826,7 @@ impl Message {
         skeleton.insert("role".to_owned(), Value::String(role.name().to_owned()));
         skeleton.insert("content".to_owned(), Value::Null);
         let part = Part::content_string(format, text.into());
-        Message {
+        Message::from(MessageData {
             role,
             format,
             skeleton,
@@ -763,7 +834,8 @@ impl Message {
             tool_calls: Form::Absent,
             parts: vec![part],
             skimmed: false,
-        }
+            key: KeyCell::default(),
+        })
     }
 
     /// A user message holding a compaction marker, valid in every format.
@@ -786,6 +858,11 @@ impl Message {
         &self.parts
     }
 
+    /// The parts, taking the message apart.
+    pub(crate) fn into_parts(self) -> Vec<Part> {
+        Arc::unwrap_or_clone(self.0).parts
+    }
+
     /// The parts, for in-place edits ([`Part::set_text`], [`Part::set_result_text`],
     /// [`Part::set_input_field`]).
     pub fn parts_mut(&mut self) -> &mut [Part] {
@@ -800,7 +877,7 @@ impl Message {
             return None;
         }
         let parts = self.parts.get(from..to)?.to_vec();
-        Some(Message {
+        Some(Message::from(MessageData {
             role: self.role,
             format: self.format,
             skeleton: self.skeleton.clone(),
@@ -808,7 +885,8 @@ impl Message {
             tool_calls: self.tool_calls,
             parts,
             skimmed: self.skimmed,
-        })
+            key: KeyCell::default(),
+        }))
     }
 
     /// Whether the message is an AI SDK `UIMessage`: its parts are its `parts`, not `content`.
@@ -838,13 +916,13 @@ impl Message {
 
     /// The message as JSON in its format, consuming it.
     pub fn into_value(self) -> Value {
-        let Message {
+        let MessageData {
             mut skeleton,
             content,
             tool_calls,
             parts,
             ..
-        } = self;
+        } = Arc::unwrap_or_clone(self.0);
         let mut items = Vec::new();
         let mut calls = Vec::new();
         let mut function_call = None;
@@ -879,7 +957,8 @@ impl Message {
 
     /// The value of `content` alone (Anthropic's top-level `system`).
     pub(crate) fn into_content_value(self) -> Option<Value> {
-        content_value(self.parts, self.content)
+        let data = Arc::unwrap_or_clone(self.0);
+        content_value(data.parts, data.content)
     }
 }
 

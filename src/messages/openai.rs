@@ -11,7 +11,9 @@ use std::mem;
 use serde_json::{json, Value};
 
 use super::error::{as_obj, into_obj, opt_obj, opt_str, req_role, req_str, ParseError};
-use super::model::{Form, Format, Message, Part, PartInfo, PartKind, Role, Slot};
+use super::model::{
+    Form, Format, KeyCell, Message, MessageData, Part, PartInfo, PartKind, Role, Slot,
+};
 use super::{aisdk, parse_content};
 
 const ROLES: &str = "\"system\", \"developer\", \"user\", \"assistant\", \"tool\" or \"function\"";
@@ -81,7 +83,7 @@ pub(crate) fn parse_message(value: Value) -> Result<Message, ParseError> {
             }
         }
     }
-    Ok(Message {
+    Ok(Message::from(MessageData {
         role,
         format: Format::OpenAi,
         skeleton: obj,
@@ -89,7 +91,8 @@ pub(crate) fn parse_message(value: Value) -> Result<Message, ParseError> {
         tool_calls,
         parts,
         skimmed: false,
-    })
+        key: KeyCell::default(),
+    }))
 }
 
 /// A content part's shape.

@@ -261,7 +261,7 @@ pub fn repair_conversation_traced(
             let stub = match format {
                 // The OpenAI result is a whole message; it is carried as that message's part.
                 Format::OpenAi => openai::result_message(call, STUB_RESULT_TEXT)
-                    .parts
+                    .into_parts()
                     .into_iter()
                     .next(),
                 Format::Anthropic => Some(anthropic::result_block(call, STUB_RESULT_TEXT)),
@@ -376,7 +376,7 @@ pub fn repair_conversation_traced(
         if !drop_message.get(m).copied().unwrap_or(false) {
             let had_parts = !message.parts.is_empty();
             let part_count = message.parts.len();
-            message.parts = (message.parts.into_iter().enumerate())
+            message.parts = (std::mem::take(&mut message.parts).into_iter().enumerate())
                 .filter(|(p, _)| {
                     !drop_part.contains(&PartRef {
                         message: m,
@@ -498,9 +498,10 @@ fn place_results(
             } else {
                 message.parts.len()
             };
-            let tail = message.parts.split_off(at.min(message.parts.len()));
-            message.parts.extend(parts);
-            message.parts.extend(tail);
+            let own = &mut message.parts;
+            let tail = own.split_off(at.min(own.len()));
+            own.extend(parts);
+            own.extend(tail);
         }
         (_, None) => {
             let role = if format == Format::Anthropic {
