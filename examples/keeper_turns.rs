@@ -12,8 +12,8 @@ use context_keeper::context::keeper::{Call, KeeperOptions, Need, Prepare};
 use context_keeper::context::state::SessionState;
 use context_keeper::context::Outcome;
 use context_keeper::counting::Counter;
-use context_keeper::messages::{parse_messages, MessagesOptions};
-use serde_json::{json, Value};
+use context_keeper::messages::{parse_listed, Format, ListedMessage, Message};
+use serde_json::json;
 
 fn texts() -> Vec<String> {
     let mut out = Vec::new();
@@ -61,6 +61,7 @@ fn main() {
         json!({"role": "user", "content": "Read every file and report."}),
     ];
     let mut counter = Counter::new();
+    let mut kept: Vec<Message> = Vec::new();
     let mut state_bytes: Option<Vec<u8>> = None;
     let mut costs: Vec<(f64, String, usize)> = Vec::new();
     let mut t = 0;
@@ -71,14 +72,16 @@ fn main() {
         list.push(json!({"role": "tool", "tool_call_id": id, "content": pick(t + 1)}));
         t += 1;
         let start = Instant::now();
-        let conv = parse_messages(
-            &Value::Array(list.clone()),
-            &MessagesOptions {
-                format: None,
-                allow_pending_calls: true,
-            },
-        )
-        .expect("parses");
+        // NOTE: as the wasm keeper reads a history it saw before: the messages it parsed last
+        // time are taken as they were, only the new ones are parsed.
+        let listed = (list.iter().enumerate())
+            .map(|(i, value)| match kept.get(i) {
+                Some(message) => ListedMessage::Parsed(message.clone()),
+                None => ListedMessage::Value(value.clone()),
+            })
+            .collect();
+        let conv = parse_listed(Format::OpenAi, None, listed).expect("parses");
+        kept = conv.messages().to_vec();
         let parsed = start.elapsed().as_secs_f64() * 1e3;
         let state = SessionState::from_bytes(state_bytes.as_deref());
         let call = Call {

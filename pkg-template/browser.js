@@ -4,11 +4,11 @@
 // pointing the imports at the one shared error class and context driver and leaving the
 // driver out of entries built without the context layer.
 import init, * as core from "./web/context_keeper.js";
-import { registerErrorClass } from "./errors.js";
+import { registerInstance } from "./errors.js";
 import { bindContext } from "./context/index.js"; // context
 
 await init();
-registerErrorClass(core);
+registerInstance(core);
 
 export * from "./web/context_keeper.js";
 export { ContextKeeperError } from "./errors.js";

@@ -5,6 +5,8 @@
 // `instanceof` the class another entry exports. (scripts/build.mjs writes errors.cjs from it for
 // Node's `require`, which Node's `import` entries go through as well.)
 
+import { recallAll } from "./memo.js";
+
 /**
  * What went wrong (`kind`) and where (`path`). It extends `Error`, not `TypeError` or
  * `RangeError`: one class cannot extend both, and `kind` tells the cases apart.
@@ -18,7 +20,12 @@ export class ContextKeeperError extends Error {
   }
 }
 
-/** Makes the errors of one wasm instance's exports instances of {@link ContextKeeperError}. */
-export function registerErrorClass(core) {
+/**
+ * Registers the package's JS helpers with one wasm instance, as soon as it is ready: the error
+ * class (its exports' errors are instances of {@link ContextKeeperError}) and, in an entry that
+ * counts messages, the snapshot check of the count memo (memo.js).
+ */
+export function registerInstance(core) {
   core.__ckRegisterErrorClass(ContextKeeperError);
+  if (typeof core.__ckRegisterRecall === "function") core.__ckRegisterRecall(recallAll);
 }

@@ -3,7 +3,7 @@
 // also register the error class with the instance. The context functions bind to the instance
 // lazily, so they work once it is initialised.
 import initWasm, * as core from "./web/context_keeper.js";
-import { registerErrorClass } from "./errors.js";
+import { registerInstance } from "./errors.js";
 import { bindContext } from "./context/index.js";
 
 export * from "./web/context_keeper.js";
@@ -13,13 +13,13 @@ export const { pruneMessages, evictToolInputs, offloadToolResult, offloadMessage
 /** Instantiates the wasm (see the web build's `init`). */
 export default async function init(source) {
   const exports = await initWasm(source);
-  registerErrorClass(core);
+  registerInstance(core);
   return exports;
 }
 
 /** Instantiates the wasm synchronously (see the web build's `initSync`). */
 export function initSync(source) {
   const exports = core.initSync(source);
-  registerErrorClass(core);
+  registerInstance(core);
   return exports;
 }

@@ -3,11 +3,11 @@
 // synchronously. scripts/build.mjs copies this file into each subpath entry's directory.
 import wasm from "./web/context_keeper_bg.wasm";
 import * as core from "./web/context_keeper.js";
-import { registerErrorClass } from "./errors.js";
+import { registerInstance } from "./errors.js";
 import { bindContext } from "./context/index.js"; // context
 
 core.initSync({ module: wasm });
-registerErrorClass(core);
+registerInstance(core);
 
 export * from "./web/context_keeper.js";
 export { ContextKeeperError } from "./errors.js";

@@ -228,10 +228,10 @@ function nodeRequire(targetDirName, dir, context) {
     context ? "// made with the package's class, and the context layer's driver bound to it." : "// made with the package's class.",
     '"use strict";',
     `const api = require("./${targetDirName}/${crateName}.js");`,
-    `const { ContextKeeperError, registerErrorClass } = require("${up}/errors.cjs");`,
+    `const { ContextKeeperError, registerInstance } = require("${up}/errors.cjs");`,
     ...(context ? [`const { bindContext } = require("${up}/context/index.cjs");`] : []),
     "",
-    "registerErrorClass(api);",
+    "registerInstance(api);",
     `module.exports = { ...api, ContextKeeperError${context ? ", ...bindContext(api)" : ""} };`,
     "",
   ].join("\n");
@@ -273,7 +273,7 @@ function entryModule(text, dir, context) {
   return dir ? out.replaceAll('"./context/', '"../context/').replaceAll('"./errors.js"', '"../errors.js"') : out;
 }
 
-for (const module of ["errors.js", "context/index.js"]) {
+for (const module of ["errors.js", "memo.js", "context/index.js"]) {
   const cjs = module.replace(/\.js$/, ".cjs");
   writeFileSync(join(out, cjs), commonJS(readFileSync(join(root, "pkg-template", module), "utf8"), `pkg-template/${module}`));
 }

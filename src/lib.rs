@@ -34,6 +34,7 @@ pub mod encoding;
 pub mod estimate;
 pub mod messages;
 pub mod model;
+mod text_counts;
 
 // NOTE: public so the wasm-bindgen tests can call the exports as JS would; not a Rust API.
 #[cfg(target_arch = "wasm32")]

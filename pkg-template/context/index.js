@@ -707,9 +707,16 @@ function bindKeeper(core, h) {
       const { list, envelope } = listOf(history);
       const fresh = list.slice(last.list.length);
       const limit = last.offloadLimit;
+      // the session's calibration (another session of this keeper may have set another)
+      keeper.calibrate(last.calibration ?? 1);
       for (const message of fresh) {
+        // NOTE: a message holding a text that may be over half the offload limit goes to the
+        // core. It is counted through the keeper's memo, so the count of the whole history
+        // below takes it from there instead of tokenizing it a second time.
         for (const text of stringsOf(message)) {
-          if (text.length * 3 > limit && core.countTokens(text, { model: this.#options.model }) > limit / 2) return null;
+          if (text.length * 3 <= limit) continue;
+          if (keeper.count([message]) > limit / 2) return null;
+          break;
         }
       }
       // NOTE: the standing prune decision holds for `holdsFor` more turns: until then a
@@ -718,8 +725,6 @@ function bindKeeper(core, h) {
       const holdsFor = Math.max(0, last.report.holdsFor - turns);
       const outList = fresh.length === 0 ? last.outList : last.outList.concat(fresh);
       const output = envelope === null ? outList : { ...last.outEnvelope, messages: outList };
-      // the session's calibration (another session of this keeper may have set another)
-      keeper.calibrate(last.calibration ?? 1);
       const tokens = keeper.count(output);
       if (tokens > (holdsFor > 0 ? last.heldCeiling : last.ceiling)) return null;
       const before = last.report.tokensBefore + (tokens - last.report.tokensAfter);

@@ -471,8 +471,12 @@ pub(super) fn count_in(
         return Ok(counting::count_value(value, options, stop_above)?);
     };
     let mut listed = Vec::with_capacity(list.length() as usize);
+    let recalled = counting.recall_all(&list);
     for i in 0..list.length() {
-        listed.push(list_message(counting, &list.get(i), i)?);
+        let known = recalled
+            .as_ref()
+            .map(|ids| ids.get(i as usize).copied().flatten());
+        listed.push(list_message(counting, &list.get(i), i, known)?);
     }
     // NOTE: the default counter is locked only inside each `with_default_counter` call, never
     // while a message is read from JS (`walk::read_item`), whose getters may call back in.
@@ -491,7 +495,7 @@ type Parts = (Array, Option<Map<String, Value>>);
 
 /// The message list and the request object around it (its other fields, read as JSON), or
 /// `None` when `messages` is neither a list nor an object holding one.
-fn split(messages: &JsValue) -> Result<Option<Parts>, ArgumentError> {
+pub(super) fn split(messages: &JsValue) -> Result<Option<Parts>, ArgumentError> {
     if Array::is_array(messages) {
         return Ok(Some((messages.clone().unchecked_into(), None)));
     }
@@ -518,18 +522,20 @@ fn split(messages: &JsValue) -> Result<Option<Parts>, ArgumentError> {
 }
 
 /// Message `i` of the list for the core: known (remembered, and reading as it did then), or
-/// read now and remembered when it can be.
+/// read now and remembered when it can be. `recalled`: its memo id when the list was recalled
+/// at once (`Some(None)`: not known).
 fn list_message(
     counting: &impl memo::Counting,
     message: &JsValue,
     i: u32,
+    recalled: Option<Option<u64>>,
 ) -> Result<Listed, ArgumentError> {
     let in_message = |err| ArgumentError::not_json(&format!("messages[{i}]"), err);
     if !message.is_object() {
         let value = walk::read_item(message, i).map_err(in_message)?;
         return Ok(Listed::read(value.unwrap_or(Value::Null), None));
     }
-    if let Some(id) = counting.recall(message) {
+    if let Some(id) = recalled.unwrap_or_else(|| counting.recall(message)) {
         let known = counting.with(|c| Listed::recall(id, c.memo_mut()));
         if let Some(known) = known {
             return Ok(known);

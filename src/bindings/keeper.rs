@@ -15,13 +15,14 @@ use super::context::{
     read_options, save_to_js, set, summary_outcome, to_js,
 };
 use super::error::ContextError;
-use super::memo::Own;
+use super::memo::{Counting as _, Own};
 use super::{enter, walk};
 use crate::context::keeper::{Call, KeeperOptions, Need, Prepare, PrepareError};
 use crate::context::state::SessionState;
 use crate::context::Outcome;
-use crate::counting::{CountMessagesOptions, Counter, MAX_CALIBRATION_FACTOR};
+use crate::counting::{CountMessagesOptions, Counter, Learnt, MAX_CALIBRATION_FACTOR};
 use crate::messages::type_name as type_name_of_json;
+use crate::messages::{self, Conversation, Format, FormatVotes, ListedMessage};
 
 fn prepare_error(err: PrepareError) -> ContextError {
     match err {
@@ -77,10 +78,14 @@ impl KeeperJs {
         let (format, mut options): (_, KeeperOptions) = read_options(&options, true)?;
         options.format = format;
         check_figures(&options)?;
+        // NOTE: the keeper reads its history again at every full prepare: its counts keep
+        // the messages they parse, so that a prepare parses only what no count has.
+        let mut counter = Counter::new();
+        counter.memo_mut().keep_messages(true);
         Ok(KeeperJs {
             options,
             counting: Own {
-                counter: Rc::new(RefCell::new(Counter::new())),
+                counter: Rc::new(RefCell::new(counter)),
                 seen: WeakMap::new(),
             },
         })
@@ -120,7 +125,7 @@ impl KeeperJs {
         state: Option<Vec<u8>>,
     ) -> Result<PrepareJs, ContextError> {
         enter();
-        let conv = read_conversation(&messages, self.options.format)?;
+        let (conv, ids) = read_kept(&self.counting, &messages, self.options.format)?;
         let call = Call {
             session_id,
             now,
@@ -130,6 +135,18 @@ impl KeeperJs {
         let counter = Rc::clone(&self.counting.counter);
         let prepare = Prepare::start(conv, &self.options, call, state, &mut counter.borrow_mut())
             .map_err(prepare_error)?;
+        // NOTE: what the count taught of each message the keeper recognises, so that counting
+        // the history again (`count`, the driver's fast path) takes it from the cache by key.
+        {
+            let mut counting = counter.borrow_mut();
+            let memo = counting.memo_mut();
+            for (id, counted) in ids.iter().zip(prepare.input_counted()) {
+                if let Some((id, votes)) = *id {
+                    let counted = Some(counted);
+                    memo.insert(id, Learnt { votes, counted });
+                }
+            }
+        }
         Ok(PrepareJs {
             messages,
             prepare: Some(prepare),
@@ -251,6 +268,85 @@ impl KeeperJs {
         usage.cache_write_tokens += write;
         Ok(state.to_bytes())
     }
+}
+
+/// A message object the keeper recognises: its memo id and its votes for a format.
+type Recognised = Option<(u64, FormatVotes)>;
+
+/// The conversation `messages` for a prepare, read through the keeper's memo: a message object
+/// the keeper parsed before, and that reads the same (its snapshot matches), is taken as it
+/// was parsed, and only new or edited messages are read from JS and parsed. What it makes is
+/// what [`read_conversation`] makes of the same input (the format the same votes decide).
+/// With it, for each message the keeper recognises, its memo id and its votes.
+fn read_kept(
+    counting: &Own,
+    messages: &JsValue,
+    format: Option<Format>,
+) -> Result<(Conversation, Vec<Recognised>), ContextError> {
+    let split = super::counting::split(messages)
+        .map_err(|err| ContextError::messages("messages", err.to_string()))?;
+    let Some((list, envelope)) = split else {
+        // NOTE: not a list nor a request object holding one: the whole reading names the fault.
+        return Ok((read_conversation(messages, format)?, Vec::new()));
+    };
+    let mut votes = envelope
+        .as_ref()
+        .map(FormatVotes::of_envelope)
+        .unwrap_or_default();
+    let n = list.length();
+    let mut listed = Vec::with_capacity(n as usize);
+    let mut ids = Vec::with_capacity(n as usize);
+    let mut fresh: Vec<(usize, u64)> = Vec::new();
+    let recalled = counting.recall_all(&list);
+    for i in 0..n {
+        let item = list.get(i);
+        if item.is_object() {
+            let known = recalled
+                .as_ref()
+                .map(|ids| ids.get(i as usize).copied().flatten());
+            if let Some(id) = known.unwrap_or_else(|| counting.recall(&item)) {
+                let known = counting.with(|c| {
+                    let memo = c.memo_mut();
+                    memo.learnt(id).zip(memo.kept_message(id))
+                });
+                if let Some((learnt, message)) = known {
+                    votes.add(learnt.votes);
+                    ids.push(Some((id, learnt.votes)));
+                    listed.push(ListedMessage::Parsed(message));
+                    continue;
+                }
+            }
+        }
+        let (value, snapshot) = walk::read_item_with_snapshot(&item, i).map_err(|err| {
+            ContextError::messages(format!("messages[{i}]{}", err.path()), err.reason)
+        })?;
+        let value = value.unwrap_or(Value::Null);
+        let learnt = Learnt {
+            votes: FormatVotes::of_message(&value),
+            counted: None,
+        };
+        votes.add(learnt.votes);
+        let mut kept = None;
+        if let Some(snapshot) = snapshot.filter(|_| item.is_object()) {
+            let id = counting.with(|c| c.memo_mut().remember(learnt));
+            counting.remember(&item, snapshot, id);
+            fresh.push((listed.len(), id));
+            kept = Some((id, learnt.votes));
+        }
+        ids.push(kept);
+        listed.push(ListedMessage::Value(value));
+    }
+    let format = format.or_else(|| votes.winner()).unwrap_or(Format::OpenAi);
+    let conv = messages::parse_listed(format, envelope, listed)?;
+    counting.with(|c| {
+        let memo = c.memo_mut();
+        for (at, id) in fresh {
+            if let Some(message) = conv.messages().get(at) {
+                memo.keep_message(id, message.clone());
+            }
+        }
+    });
+    Ok((conv, ids))
 }
 
 /// One prepare, stepped by the driver.

@@ -8,13 +8,46 @@
 //! (`message.content += delta` while streaming) no longer matches and is read afresh, so a
 //! stale count is never used. The JSON itself is not kept.
 
-use js_sys::WeakMap;
+use std::cell::RefCell;
+
+use js_sys::{Array, Float64Array, Function, WeakMap};
+use wasm_bindgen::prelude::wasm_bindgen;
 use wasm_bindgen::{JsCast, JsValue};
 
 use super::walk::Snapshot;
 
 thread_local! {
     static SEEN: WeakMap = WeakMap::new();
+    /// The package's `recallAll` (pkg-template/memo.js), once an entry registered it.
+    static RECALL_ALL: RefCell<Option<Function>> = const { RefCell::new(None) };
+}
+
+/// Registers the JS helper that checks a whole list against its snapshots in one call
+/// (pkg-template/memo.js): `recallAll(list, seen)` gives each item's memo id, or 0.
+#[wasm_bindgen(js_name = __ckRegisterRecall, skip_typescript)]
+pub fn register_recall(recall_all: Function) {
+    RECALL_ALL.with(|slot| *slot.borrow_mut() = Some(recall_all));
+}
+
+/// For each item of `list`, its memo id when `seen` has it and it still reads the same: by the
+/// registered JS helper, in one call; `None` without one (or if it misbehaved), for the caller
+/// to [`recall_in`] item by item, with the same result.
+pub fn recall_all_in(seen: &WeakMap, list: &Array) -> Option<Vec<Option<u64>>> {
+    let recall_all = RECALL_ALL.with(|slot| slot.borrow().clone())?;
+    let ids: Float64Array = recall_all
+        .call2(&JsValue::UNDEFINED, list, seen)
+        .ok()?
+        .dyn_into()
+        .ok()?;
+    if ids.length() != list.length() {
+        return None;
+    }
+    // NOTE: memo ids start at 1; 0 is "not known".
+    Some(
+        (ids.to_vec().into_iter())
+            .map(|id| (id >= 1.0).then_some(id as u64))
+            .collect(),
+    )
 }
 
 /// The memo id of `message` when it was remembered and still reads as it did then.
@@ -53,6 +86,9 @@ pub trait Counting {
     fn recall(&self, message: &JsValue) -> Option<u64>;
     /// Remembers `message` as read now.
     fn remember(&self, message: &JsValue, snapshot: Snapshot, id: u64);
+    /// [`Counting::recall`] of every item of `list` at once, when the JS helper is registered
+    /// ([`recall_all_in`]).
+    fn recall_all(&self, list: &Array) -> Option<Vec<Option<u64>>>;
 }
 
 /// The package's default counter, shared by the counting exports.
@@ -67,6 +103,9 @@ impl Counting for Shared {
     }
     fn remember(&self, message: &JsValue, snapshot: Snapshot, id: u64) {
         remember(message, snapshot, id);
+    }
+    fn recall_all(&self, list: &Array) -> Option<Vec<Option<u64>>> {
+        SEEN.with(|seen| recall_all_in(seen, list))
     }
 }
 
@@ -88,5 +127,8 @@ impl Counting for Own {
     }
     fn remember(&self, message: &JsValue, snapshot: Snapshot, id: u64) {
         remember_in(&self.seen, message, snapshot, id);
+    }
+    fn recall_all(&self, list: &Array) -> Option<Vec<Option<u64>>> {
+        recall_all_in(&self.seen, list)
     }
 }

@@ -94,7 +94,8 @@ thread_local! {
 const MAX_MARKED: u32 = 256;
 
 /// The mark of an object (`array` false) or array of `size` entries in a [`Snapshot`]: an
-/// object of ours, which no key or leaf can be `Object.is` to; `None` past [`MAX_MARKED`].
+/// object of ours, `{ a: array, n: size }`, which no key or leaf can be `Object.is` to; `None`
+/// past [`MAX_MARKED`].
 fn mark(array: bool, size: u32) -> Option<JsValue> {
     if size >= MAX_MARKED {
         return None;
@@ -105,7 +106,16 @@ fn mark(array: bool, size: u32) -> Option<JsValue> {
             marks.resize(size as usize + 1, [None, None]);
         }
         let slot = marks.get_mut(size as usize)?.get_mut(usize::from(array))?;
-        Some(slot.get_or_insert_with(|| Object::new().into()).clone())
+        Some(
+            slot.get_or_insert_with(|| {
+                // NOTE: what it marks, for the JS check of snapshots (pkg-template/memo.js).
+                let mark = Object::new();
+                let _ = Reflect::set(&mark, &"a".into(), &JsValue::from_bool(array));
+                let _ = Reflect::set(&mark, &"n".into(), &JsValue::from(size));
+                mark.into()
+            })
+            .clone(),
+        )
     })
 }
 

@@ -21,6 +21,8 @@
 //! not re-made within `minTurnsBetween` turns unless the budget requires it. The same input,
 //! stored state and options give the same output, byte for byte.
 
+use std::cell::OnceCell;
+
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -33,7 +35,7 @@ use super::flush::{self, resolve, FlushOptions, FlushOutcome, FlushReport, Flush
 use super::offload::{self, OffloadOptions, OffloadPlan};
 use super::prune::{self, PruneOptions};
 use super::state::{Horizon, SessionState};
-use super::{result_sites, Edit, Failure, Outcome, Report, Save, Turns};
+use super::{result_sites, Edit, Failure, Outcome, Report, ResultSite, Save, Turns};
 use crate::counting::{
     CountMessagesError, CountMessagesOptions, Counter, MessageKey, ModelOverrides,
 };
@@ -442,6 +444,8 @@ pub struct Prepare {
     origin: Vec<Option<usize>>,
     /// The conversation before pruning and eviction (after offloads and compactions).
     base: Conversation,
+    /// The base's tool results ([`result_sites`]), found once per base.
+    base_sites: OnceCell<Vec<ResultSite>>,
     base_origin: Vec<Option<usize>>,
     state: SessionState,
     state_changed: bool,
@@ -458,6 +462,8 @@ pub struct Prepare {
     /// Each input message's key ([`MessageKey`]): a message the tiers left as it was is
     /// counted again from the cache by its key, and not read again.
     input_keys: Vec<MessageKey>,
+    /// Each input message's role.
+    input_roles: Vec<Role>,
     /// The working conversation's keys (its output hashes).
     keys: Vec<MessageKey>,
     /// The working conversation's count before calibration, and the input's.
@@ -503,6 +509,7 @@ impl Prepare {
         report.tokens_before = count.total;
         report.estimated = !count.exact;
         let origin: Vec<Option<usize>> = (0..n).map(Some).collect();
+        let input_roles = conv.messages().iter().map(|m| m.role()).collect();
         let stage = match budget {
             None => {
                 report.managed = false;
@@ -535,6 +542,7 @@ impl Prepare {
             budget,
             stage,
             base: conv.clone(),
+            base_sites: OnceCell::new(),
             base_origin: origin.clone(),
             conversation: conv,
             origin,
@@ -544,6 +552,7 @@ impl Prepare {
             tokens: count.total,
             input_count: (count.total, count.per_message.clone()),
             input_keys: keys.clone(),
+            input_roles,
             keys,
             raw_tokens: count.uncalibrated.unwrap_or(count.total),
             input_raw: count.uncalibrated.unwrap_or(count.total),
@@ -552,6 +561,16 @@ impl Prepare {
             base_is_input: true,
             flush_request: None,
         })
+    }
+
+    /// How the count read each input message: the conversation's format, the message's role
+    /// and its key (a host keeps these with the message objects it recognises,
+    /// [`crate::counting::Learnt::counted`]).
+    pub fn input_counted(&self) -> impl Iterator<Item = (Format, Role, MessageKey)> + '_ {
+        let format = self.conversation.format();
+        (self.input_keys.iter())
+            .zip(&self.input_roles)
+            .map(move |(key, role)| (format, *role, *key))
     }
 
     /// What the driver must do next; [`Need::Done`] once nothing is left.
@@ -644,6 +663,7 @@ impl Prepare {
             self.base_is_input = false;
         }
         self.base = self.conversation.clone();
+        self.base_sites = OnceCell::new();
         self.base_origin = self.origin.clone();
     }
 
@@ -824,6 +844,7 @@ impl Prepare {
         if applied {
             self.base_origin = compose(&done.origin, &self.base_origin);
             self.base = done.conversation;
+            self.base_sites = OnceCell::new();
             self.base_is_input = false;
             if let Some(state) = done.state {
                 let keeper = std::mem::take(&mut self.state.keeper);
@@ -882,7 +903,7 @@ impl Prepare {
         let mut origin = self.base_origin.clone();
         let (mut pruned, mut evicted) = (Report::default(), Report::default());
         if let Some(horizon) = horizon {
-            if let Some(end) = exchange_end(&self.base, &horizon.call) {
+            if let Some(end) = exchange_end(self.sites(), &horizon.call) {
                 let mut prune = self.options.prune.clone();
                 prune.model = prune.model.or_else(|| self.options.model.clone());
                 prune.horizon = Some(end);
@@ -894,7 +915,7 @@ impl Prepare {
                     prune.hard_clear_after_turns = Some(prune.keep_last_assistant_turns);
                     evict.keep_last_assistant_turns = evict.keep_last_assistant_turns.min(1);
                 }
-                let done = prune::prune(conversation, &prune);
+                let done = prune::prune_sites(conversation, &prune, self.sites());
                 mark(&mut origin, &done.edited);
                 pruned = done.report;
                 let done = evict::evict(done.conversation, &evict);
@@ -941,7 +962,7 @@ impl Prepare {
 
     /// Assistant turns begun after the exchange of `call` (`None` when it is not there).
     fn turns_since(&self, call: &str) -> Option<usize> {
-        let end = exchange_end(&self.base, call)?;
+        let end = exchange_end(self.sites(), call)?;
         let all = Turns::of(&self.base);
         let before = Turns::until(&self.base, Some(end));
         Some(all.len().saturating_sub(before.len()))
@@ -949,10 +970,12 @@ impl Prepare {
 
     /// The id of the latest tool call that has its result.
     fn latest_call(&self) -> Option<String> {
-        result_sites(&self.base)
-            .into_iter()
-            .rev()
-            .find_map(|s| s.call_id)
+        self.sites().iter().rev().find_map(|s| s.call_id.clone())
+    }
+
+    /// The base's tool results.
+    fn sites(&self) -> &[ResultSite] {
+        self.base_sites.get_or_init(|| result_sites(&self.base))
     }
 
     /// The prepared conversation, the report and the state to store.
@@ -1097,7 +1120,7 @@ impl Prepare {
             .keeper
             .horizon
             .as_ref()
-            .and_then(|h| exchange_end(&self.conversation, &h.call))
+            .and_then(|h| exchange_end(&result_sites(&self.conversation), &h.call))
             .or_else(|| compact::latest_marker(self.conversation.messages()).map(|(at, _)| at + 1));
         if let (true, Some(end)) = (room > 0, end) {
             let at = end.saturating_sub(1);
@@ -1125,10 +1148,10 @@ fn role_name(role: Role) -> &'static str {
     }
 }
 
-/// The message index just after the exchange of tool call `call` in `conv`: past the call and
+/// The message index just after the exchange of tool call `call` (in the conversation of `sites`): past the call and
 /// every result of it.
-fn exchange_end(conv: &Conversation, call: &str) -> Option<usize> {
-    result_sites(conv)
+fn exchange_end(sites: &[ResultSite], call: &str) -> Option<usize> {
+    sites
         .iter()
         .filter(|s| s.call_id.as_deref() == Some(call))
         .map(|s| s.at.message.max(s.call_at.message) + 1)

@@ -28,7 +28,6 @@ pub mod result;
 pub mod rolling;
 pub mod state;
 pub mod text;
-mod text_counts;
 pub mod transcript;
 
 use serde::{Deserialize, Serialize};
@@ -91,7 +90,7 @@ impl Measure {
     /// The tokens of `text`.
     pub fn tokens(&self, text: &str) -> u64 {
         let n = match self.encoding {
-            Some(encoding) => text_counts::tokens(text, encoding),
+            Some(encoding) => crate::text_counts::tokens(text, encoding),
             None => estimate_tokens(text),
         };
         n as u64
@@ -231,6 +230,7 @@ impl Turns {
 
 /// Every part holding a tool result, with the place of the call it answers (or its own place
 /// when it answers none) and the tool's name (from the call when the result has none).
+#[derive(Debug)]
 pub(crate) struct ResultSite {
     pub at: PartRef,
     pub call_at: PartRef,

@@ -20,7 +20,8 @@ use super::result;
 use super::text::{group, utf16_len, utf16_prefix, utf16_suffix};
 use super::Turns;
 use super::{
-    part_mut, result_at, result_sites, Action, Edit, Held, Measure, Original, Report, ToolFilter,
+    part_mut, result_at, result_sites, Action, Edit, Held, Measure, Original, Report, ResultSite,
+    ToolFilter,
 };
 use crate::messages::{Conversation, PartRef, ResultShape};
 
@@ -141,13 +142,23 @@ pub fn placeholder(tool: Option<&str>, text: &str) -> String {
 
 /// Prunes `conv`.
 pub fn prune(conv: Conversation, options: &PruneOptions) -> Pruned {
+    let sites = result_sites(&conv);
+    prune_sites(conv, options, &sites)
+}
+
+/// [`prune`] with `conv`'s [`result_sites`], which the caller has at hand.
+pub(crate) fn prune_sites(
+    conv: Conversation,
+    options: &PruneOptions,
+    sites: &[ResultSite],
+) -> Pruned {
     let measure = Measure::for_model(options.model.as_deref());
     let turns = Turns::until(&conv, options.horizon);
     let before_horizon = |at: PartRef| options.horizon.is_none_or(|h| at.message < h);
     let keep = options.keep_last_assistant_turns;
     let hard = options.hard_clear_after_turns.map(|h| h.max(keep));
     let mut planned: Vec<(PartRef, ResultShape, String, Edit)> = Vec::new();
-    for site in result_sites(&conv) {
+    for site in sites {
         let age = turns.age(site.call_at);
         if !before_horizon(site.at)
             || age < keep

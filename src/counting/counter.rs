@@ -305,6 +305,9 @@ impl Counter {
     pub fn clear_cache(&mut self) {
         self.cache.clear();
         self.memo.clear();
+        // NOTE: the memo of text counts is the thread's, shared with the tiers: cleared too,
+        // so that a count after this one tokenizes afresh (what a cold count measures).
+        crate::text_counts::clear();
     }
 
     /// Forgets every calibration.

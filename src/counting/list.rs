@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 use super::{
     CountMessagesError, CountMessagesOptions, Counter, Counting, MessageKey, MessagesCount,
 };
-use crate::messages::{self, parse_messages_value, Format, FormatVotes, Role};
+use crate::messages::{self, parse_messages_value, Format, FormatVotes, Message, Role};
 
 /// Messages whose learnt facts a [`Memo`] keeps at most.
 pub const MEMO_CAPACITY: usize = 8_192;
@@ -39,10 +39,16 @@ pub struct Learnt {
 /// [`Counter`] holds one, cleared with its cache):
 /// bounded like the count cache (two generations of at most [`MEMO_CAPACITY`] / 2 entries).
 /// The messages themselves are not kept.
+///
+/// A host that reads the same conversation again and again (the keeper) may also keep the
+/// messages it parsed ([`Memo::keep_message`]), so that a message it recognises is neither
+/// read nor parsed again; they go with their ids.
 #[derive(Debug, Default)]
 pub struct Memo {
     current: HashMap<u64, Learnt>,
     previous: HashMap<u64, Learnt>,
+    messages: HashMap<u64, Message>,
+    keeping: bool,
     next_id: u64,
 }
 
@@ -67,9 +73,40 @@ impl Memo {
     /// Records what was learnt of the message with this id.
     pub fn insert(&mut self, id: u64, learnt: Learnt) {
         if self.current.len() >= MEMO_CAPACITY / 2 && !self.current.contains_key(&id) {
-            self.previous = std::mem::take(&mut self.current);
+            let dropped = std::mem::replace(&mut self.previous, std::mem::take(&mut self.current));
+            if !self.messages.is_empty() {
+                for id in dropped.keys() {
+                    self.messages.remove(id);
+                }
+            }
         }
         self.current.insert(id, learnt);
+    }
+
+    /// Whether counts keep the messages they parse ([`Memo::keep_messages`]).
+    pub fn keeps_messages(&self) -> bool {
+        self.keeping
+    }
+
+    /// Makes counts keep every message they parse, for a host that reads the same history
+    /// again to rewrite it (the keeper); off by default, where only counts are wanted.
+    pub fn keep_messages(&mut self, keep: bool) {
+        self.keeping = keep;
+        if !keep {
+            self.messages.clear();
+        }
+    }
+
+    /// Keeps `message`, parsed from the message with this id (while the memo knows the id).
+    pub fn keep_message(&mut self, id: u64, message: Message) {
+        if self.current.contains_key(&id) || self.previous.contains_key(&id) {
+            self.messages.insert(id, message);
+        }
+    }
+
+    /// The message kept for this id, if any (a clone, which shares its data).
+    pub fn kept_message(&self, id: u64) -> Option<Message> {
+        self.messages.get(&id).cloned()
     }
 
     /// Forgets every message. Ids are never given out again, so an id a host still holds
@@ -77,6 +114,7 @@ impl Memo {
     pub fn clear(&mut self) {
         self.current.clear();
         self.previous.clear();
+        self.messages.clear();
     }
 
     /// How many messages are kept.
@@ -262,7 +300,11 @@ impl ListCount {
             let key = self.counting.add(&message, counter.cache_mut())?;
             if let Some(id) = id {
                 let counted = Some((self.format, message.role(), key));
-                counter.memo_mut().insert(id, Learnt { votes, counted });
+                let memo = counter.memo_mut();
+                memo.insert(id, Learnt { votes, counted });
+                if memo.keeps_messages() {
+                    memo.keep_message(id, message);
+                }
             }
         }
     }

@@ -4,7 +4,6 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::image::{image_tokens, DEFAULT_FILE_TOKENS};
-use crate::count::count_tokens;
 use crate::encoding::{CountError, Encoding};
 use crate::messages::{Format, Message, Part, PartKind, Role, Segment, ToolInput};
 use crate::model::{Framing, ImageRule};
@@ -93,7 +92,7 @@ impl Tokenizer {
             return Ok(0);
         }
         self.calls += 1;
-        Ok(count_tokens(text, self.encoding)? as u64)
+        Ok(crate::text_counts::count(text, self.encoding)? as u64)
     }
 
     pub fn json(&mut self, value: &Value) -> Result<u64, CountError> {

@@ -110,7 +110,7 @@ pub fn parse_messages_value(
         .format
         .or_else(|| detect_format(&input))
         .unwrap_or(Format::OpenAi);
-    let (mut envelope, list) = match input {
+    let (envelope, list) = match input {
         Value::Array(list) => (None, list),
         Value::Object(mut envelope) => match envelope.get_mut("messages") {
             Some(Value::Array(list)) => {
@@ -134,6 +134,48 @@ pub fn parse_messages_value(
         },
         other => return Err(ParseError::expected("messages", CONVERSATION, Some(&other))),
     };
+    let list = list.into_iter().map(ListedMessage::Value);
+    assemble(format, envelope, list)
+}
+
+/// A message of a list that a host reads one object at a time ([`parse_listed`]).
+#[derive(Clone, Debug)]
+pub enum ListedMessage {
+    /// Read and parsed before, and unchanged since (a clone: it shares the message's data).
+    Parsed(Message),
+    /// Read now: its JSON.
+    Value(Value),
+}
+
+/// Reads a conversation from a request object's other fields (`envelope`, without its
+/// `messages`, or `None` for a plain list) and its messages, some of them parsed before: what
+/// [`parse_messages_value`] makes of the same JSON, without parsing those again. `format` is
+/// the one to read in (a host that reads the list one message at a time sums each message's
+/// [`FormatVotes`] for it, as [`detect_format`] does). A message parsed in another format is
+/// read again from its JSON.
+///
+/// # Errors
+/// As [`parse_messages_value`], naming `messages[i]`.
+pub fn parse_listed(
+    format: Format,
+    envelope: Option<serde_json::Map<String, Value>>,
+    list: Vec<ListedMessage>,
+) -> Result<Conversation, ParseError> {
+    let envelope = envelope.map(|mut envelope| {
+        // NOTE: where the list was (the writer puts the messages back under this key).
+        envelope.insert("messages".to_owned(), Value::Array(Vec::new()));
+        envelope
+    });
+    assemble(format, envelope, list.into_iter())
+}
+
+/// The conversation of `format` from a request object (its `messages` taken out) and its
+/// messages.
+fn assemble(
+    format: Format,
+    mut envelope: Option<serde_json::Map<String, Value>>,
+    list: impl ExactSizeIterator<Item = ListedMessage>,
+) -> Result<Conversation, ParseError> {
     let mut system = None;
     if let Some(value) = (envelope.as_mut())
         .and_then(|e| e.get_mut("system"))
@@ -149,7 +191,17 @@ pub fn parse_messages_value(
         system = Some(parse(std::mem::take(value)).map_err(|e| e.under("system"))?);
     }
     let mut messages = Vec::with_capacity(list.len());
-    for (i, value) in list.into_iter().enumerate() {
+    for (i, listed) in list.enumerate() {
+        let value = match listed {
+            ListedMessage::Parsed(message)
+                if message.format() == format && !message.is_skimmed() =>
+            {
+                messages.push(message);
+                continue;
+            }
+            ListedMessage::Parsed(message) => message.into_value(),
+            ListedMessage::Value(value) => value,
+        };
         messages.push(
             parse_message(format, value).map_err(|e| e.under(format_args!("messages[{i}]")))?,
         );

@@ -1,4 +1,5 @@
-//! A memo of exact token counts of texts, for the tiers' figures ([`super::Measure`]).
+//! A memo of exact token counts of texts, for the counts of messages and the tiers' figures
+//! ([`crate::context::Measure`]).
 //!
 //! The keeper re-applies its standing prune and evict decision on every full prepare, and each
 //! edit reports the tokens of the text it replaced: without a memo, every turn would tokenize
@@ -18,7 +19,7 @@ use std::collections::HashMap;
 
 use xxhash_rust::xxh3::xxh3_64;
 
-use crate::{count_tokens, estimate_tokens, Encoding};
+use crate::{count_tokens, estimate_tokens, CountError, Encoding};
 
 /// Entries per generation: two generations hold at most twice this many (about 40 bytes each).
 const GENERATION: usize = 8_192;
@@ -57,23 +58,42 @@ thread_local! {
 }
 
 /// The tokens of `text` under `encoding` (the estimate when the encoding is not built in).
-pub(super) fn tokens(text: &str, encoding: Encoding) -> usize {
-    let count = || count_tokens(text, encoding).unwrap_or_else(|_| estimate_tokens(text));
+pub(crate) fn tokens(text: &str, encoding: Encoding) -> usize {
+    count(text, encoding).unwrap_or_else(|_| estimate_tokens(text))
+}
+
+/// The tokens of `text` under `encoding`, [`count_tokens`] through the memo: the counts of
+/// messages and the tiers' figures share it, so a tool result that a count has tokenized is
+/// not tokenized again when a tier reports what it saved on it.
+///
+/// # Errors
+/// As [`count_tokens`] (an encoding not built in); a failure is not remembered.
+pub(crate) fn count(text: &str, encoding: Encoding) -> Result<usize, CountError> {
     if text.len() < MIN_BYTES {
-        return count();
+        return count_tokens(text, encoding);
     }
     let key = (xxh3_64(text.as_bytes()), text.len(), encoding);
     // NOTE: the borrow is never held across the count (which calls nothing that measures).
     if let Some(n) = MEMO.with(|memo| memo.try_borrow_mut().ok().and_then(|mut m| m.get(&key))) {
-        return n;
+        return Ok(n);
     }
-    let n = count();
+    let n = count_tokens(text, encoding)?;
     MEMO.with(|memo| {
         if let Ok(mut memo) = memo.try_borrow_mut() {
             memo.insert(key, n);
         }
     });
-    n
+    Ok(n)
+}
+
+/// Forgets every count (with [`crate::counting::Counter::clear_cache`], so that a count after
+/// it tokenizes afresh).
+pub(crate) fn clear() {
+    MEMO.with(|memo| {
+        if let Ok(mut memo) = memo.try_borrow_mut() {
+            *memo = Memo::default();
+        }
+    });
 }
 
 #[cfg(test)]
