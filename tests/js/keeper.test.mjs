@@ -111,6 +111,34 @@ test("the fast path gives what a fresh keeper with the stored state gives, byte 
   }
 });
 
+test("a message edited in place between prepares is read as it is now, never from what the keeper parsed before", async () => {
+  const store = new MemoryStore();
+  const options = { model: "gpt-4o", contextWindow: 12_000, store, summarize: () => SUMMARY };
+  const warm = new ContextKeeper(options);
+  const { all, history } = session("openai", 80);
+  const same = async (n) => {
+    const input = history(n);
+    const hot = await warm.prepare(input, { sessionId: "s", now: NOW });
+    const cold = new ContextKeeper({ ...options, summarize: () => assert.fail("the summary is stored") });
+    const fresh = await cold.plan(input, { sessionId: "s", now: NOW });
+    cold.free();
+    assert.equal(JSON.stringify(hot.messages), JSON.stringify(fresh.messages), `turn ${n}`);
+    return hot;
+  };
+  for (let n = 1; n <= 40; n++) await same(n);
+  // An old result (pruned by now), an old call's arguments, a new key, a streamed last result.
+  all[7].content = all[7].content.replace(/export_row/g, "export_line");
+  all[4].tool_calls[0].function.arguments = JSON.stringify({ command: "cat src/export/mod.rs" });
+  all[9].name = "bash";
+  for (let n = 41; n <= 80; n++) {
+    const last = all[history(n).length - 1];
+    last.content += "\n(more output)";
+    const { messages } = await same(n);
+    assert.ok(!JSON.stringify(messages).includes('"command\\":\\"sed -n 40,+40p'), "the old arguments are gone");
+  }
+  warm.free();
+});
+
 test("a stateless keeper per call (full history each time) re-applies decisions without a second summary", async () => {
   const store = new MemoryStore();
   let summaries = 0;
