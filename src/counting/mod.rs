@@ -310,6 +310,10 @@ pub struct Counting {
     by_kind: ByKind,
     by_role: BTreeMap<&'static str, u64>,
     per_message: Vec<u64>,
+    /// What the messages counted so far add to `by_kind` and `by_role`: taken off again when
+    /// a later message holds a compaction block its provider drops them for.
+    messages_kinds: ByKind,
+    messages_roles: BTreeMap<&'static str, u64>,
     system: u64,
     tools: u64,
     exact: bool,
@@ -346,6 +350,8 @@ impl Counting {
             stop_above,
             by_role: BTreeMap::new(),
             per_message: Vec::new(),
+            messages_kinds: ByKind::default(),
+            messages_roles: BTreeMap::new(),
             system: 0,
             tools: 0,
             stopped: false,
@@ -449,7 +455,27 @@ impl Counting {
     }
 
     fn push(&mut self, role: Role, tally: Tally) {
+        if tally.drops_earlier {
+            // NOTE: the provider drops every message before this one (Anthropic's
+            // `compaction` block): they stay in `per_message`, as 0.
+            self.by_kind.sub(&self.messages_kinds);
+            for (name, tokens) in std::mem::take(&mut self.messages_roles) {
+                let left = self
+                    .by_role
+                    .get(name)
+                    .map_or(0, |sum| sum.saturating_sub(tokens));
+                if left == 0 {
+                    self.by_role.remove(name);
+                } else {
+                    self.by_role.insert(name, left);
+                }
+            }
+            self.messages_kinds = ByKind::default();
+            self.per_message.iter_mut().for_each(|n| *n = 0);
+        }
         self.per_message.push(tally.kinds.total());
+        self.messages_kinds.add(&tally.kinds);
+        *self.messages_roles.entry(role.name()).or_insert(0) += tally.kinds.total();
         self.take(role, tally);
         self.check_limit();
     }

@@ -433,7 +433,10 @@ fn provider_native_compaction_starts_the_span_after_it() {
         .unwrap()
         .summarized("s");
     let span = out.report.span.unwrap();
-    assert_eq!((span.from, span.to), (2, 4));
+    // read as Anthropic (its `compaction` block says so): the marker, a user message, cannot
+    // come before the user's "z", so the cut moves to the assistant's "w"
+    assert_eq!(out.conversation.format(), Format::Anthropic);
+    assert_eq!((span.from, span.to), (2, 5));
     assert!(is_native_marker(&out.conversation.messages()[1]));
 }
 
@@ -577,4 +580,62 @@ fn a_later_anthropic_compaction_after_blocks_keeps_the_roles_alternating() {
     assert_eq!(second.report.outcome, CompactOutcome::Compacted);
     let problems = validate_conversation(&second.conversation, &options_same);
     assert!(problems.is_empty(), "{problems:?}");
+}
+
+#[test]
+fn an_openai_compaction_item_is_read_kept_verbatim_and_never_summarized() {
+    let item = json!({"type": "compaction", "id": "cmp_68f", "encrypted_content": "gAAAAABo".repeat(40), "created_by": "server"});
+    let mut list = vec![
+        json!({"role": "user", "content": "Fix the failing test in src/export/csv.rs."}),
+        item.clone(),
+    ];
+    let Value::Array(rest) = run(12) else {
+        unreachable!()
+    };
+    list.extend(rest.into_iter().skip(2));
+    let input = Value::Array(list);
+    let conv = read(&input);
+    assert_eq!(conv.format(), Format::OpenAi);
+    assert!(validate_conversation(&conv, &MessagesOptions::default()).is_empty());
+    assert!(is_native_marker(&conv.messages()[1]));
+    assert_eq!(conv.messages()[1].to_value(), item, "read verbatim");
+    let out = compacted(&input, SessionState::default());
+    let span = out.report.span.unwrap();
+    // nothing before it is summarized again: the span starts after it, and it stays
+    assert_eq!(span.from, 2);
+    let messages = out.conversation.to_value();
+    assert_eq!(messages[1], item);
+    assert!(messages[2]["content"]
+        .as_str()
+        .unwrap()
+        .starts_with(crate::messages::COMPACTION_TAG));
+    // a bad item is a typed error naming its field; another role-less item is still one
+    for (bad, path) in [
+        (
+            json!({"type": "compaction"}),
+            "messages[0].encrypted_content",
+        ),
+        (
+            json!({"type": "compaction", "encrypted_content": 7}),
+            "messages[0].encrypted_content",
+        ),
+        (
+            json!({"type": "compaction", "encrypted_content": "x", "id": 1}),
+            "messages[0].id",
+        ),
+        (
+            json!({"type": "reasoning", "summary": []}),
+            "messages[0].role",
+        ),
+    ] {
+        let err = parse_messages(
+            &json!([bad]),
+            &MessagesOptions {
+                format: Some(Format::OpenAi),
+                allow_pending_calls: false,
+            },
+        )
+        .unwrap_err();
+        assert_eq!(err.path, path, "{bad}");
+    }
 }
