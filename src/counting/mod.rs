@@ -83,7 +83,8 @@ pub use zod::{close_objects, OPAQUE_OBJECT_TOKENS};
 
 use crate::encoding::{CountError, Encoding};
 use crate::messages::{
-    parse_messages_value, Conversation, Format, Message, MessagesOptions, ParseError, Role,
+    drops_earlier_context, parse_messages_value, Conversation, Format, Message, MessagesOptions,
+    ParseError, Role,
 };
 use crate::model::{model_info, ModelInfo, Provider};
 use tally::{tally_message, Rules, Tokenizer};
@@ -314,6 +315,9 @@ pub struct Counting {
     /// a later message holds a compaction block its provider drops them for.
     messages_kinds: ByKind,
     messages_roles: BTreeMap<&'static str, u64>,
+    /// Messages added after the count stopped, not counted: a later compaction block that
+    /// drops them starts the count again ([`Counting::add`]).
+    skipped: usize,
     system: u64,
     tools: u64,
     exact: bool,
@@ -352,6 +356,7 @@ impl Counting {
             per_message: Vec::new(),
             messages_kinds: ByKind::default(),
             messages_roles: BTreeMap::new(),
+            skipped: 0,
             system: 0,
             tools: 0,
             stopped: false,
@@ -425,28 +430,52 @@ impl Counting {
     }
 
     /// Counts the next message, and returns its key for [`Counting::add_known`].
+    ///
+    /// Past the limit it counts nothing, unless the message holds a compaction block its
+    /// provider drops everything before ([`drops_earlier_context`]): the count then starts
+    /// again from it.
     pub fn add(
         &mut self,
         message: &Message,
         cache: &mut CountCache,
     ) -> Result<MessageKey, CountError> {
         let key = self.keyer.message_key(message);
-        if !self.stopped {
-            let tally = self.tally(message, key, cache)?;
-            self.push(message.role(), tally);
+        if self.stopped {
+            if !drops_earlier(message) {
+                self.skipped += 1;
+                return Ok(key);
+            }
+            self.resume();
         }
+        let tally = self.tally(message, key, cache)?;
+        self.push(message.role(), tally);
         Ok(key)
+    }
+
+    /// A message that a later one's compaction block drops, counted as 0 without reading it
+    /// (the caller knows: [`count_bounded`]).
+    fn skip(&mut self) {
+        self.per_message.push(0);
+    }
+
+    /// Counts again after a stop: a compaction block drops what the limit was passed with.
+    fn resume(&mut self) {
+        self.per_message
+            .extend(std::iter::repeat_n(0, std::mem::take(&mut self.skipped)));
+        self.stopped = false;
     }
 
     /// Counts the next message from its key and role alone, when `cache` still holds its count
     /// under this count's rules; false (and nothing counted) when it does not: then read the
     /// message and [`Counting::add`] it.
     pub fn add_known(&mut self, role: Role, key: MessageKey, cache: &mut CountCache) -> bool {
-        if self.stopped {
-            return true;
-        }
         match cache.get(self.keyer.key(key)) {
+            Some(tally) if self.stopped && !tally.drops_earlier => {
+                self.skipped += 1;
+                true
+            }
             Some(tally) => {
+                self.resume();
                 self.push(role, tally);
                 true
             }
@@ -512,7 +541,14 @@ fn count_bounded(
     stop_above: Option<u64>,
 ) -> Result<(MessagesCount, bool), CountMessagesError> {
     let mut counting = Counting::start(conv, options, ratio, stop_above, cache)?;
-    for message in conv.messages() {
+    // NOTE: the messages before the latest compaction block that drops them count nothing:
+    // they are not read, and the count may stop early only after it.
+    let from = conv.messages().iter().rposition(drops_earlier).unwrap_or(0);
+    for (i, message) in conv.messages().iter().enumerate() {
+        if i < from {
+            counting.skip();
+            continue;
+        }
         if counting.stopped() {
             break;
         }
@@ -551,6 +587,11 @@ pub fn within_limit(
 ) -> Result<Option<u64>, CountMessagesError> {
     let (count, stopped) = count_bounded(conv, options, cache, None, Some(limit))?;
     Ok((!stopped).then_some(count.total))
+}
+
+/// Whether `message` holds a compaction block its provider drops everything before.
+fn drops_earlier(message: &Message) -> bool {
+    (message.parts().iter()).any(|p| drops_earlier_context(message.format(), p.raw()))
 }
 
 // ---- The free functions: the default counter, shared by the JS exports. ----

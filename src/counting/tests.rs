@@ -959,6 +959,23 @@ fn what_precedes_an_anthropic_compaction_block_counts_nothing() {
     let (again, _) = counter.count_keyed(&input, &options, &known).unwrap();
     assert_eq!(first, counted);
     assert_eq!(again, counted);
+    // a limit passed before the block does not stop the count: the block drops it
+    let limit = counted.total;
+    assert_eq!(
+        within_limit(&input, limit, &options, &mut CountCache::new(8)).unwrap(),
+        Some(limit)
+    );
+    let mut cache = CountCache::new(8);
+    let mut lazy = Counting::start(&input, &options, None, Some(limit), &mut cache).unwrap();
+    let keys: Vec<MessageKey> = (input.messages().iter())
+        .map(|m| lazy.add(m, &mut cache).unwrap())
+        .collect();
+    assert_eq!(lazy.finish(Format::Anthropic), (counted.clone(), false));
+    let mut known = Counting::start(&input, &options, None, Some(limit), &mut cache).unwrap();
+    for (m, key) in input.messages().iter().zip(&keys) {
+        assert!(known.add_known(m.role(), *key, &mut cache));
+    }
+    assert_eq!(known.finish(Format::Anthropic), (counted.clone(), false));
     // a request's system prompt and tools are not message blocks: they stay
     let request = json!({"system": "You are terse.", "messages": [before, block, after]});
     let with_system = count(&request, &options);
