@@ -52,7 +52,8 @@ for (const [format, { model, keepRecentTurns }] of Object.entries(FORMATS)) {
         sent = messages;
         compactions.push({
           turn: k, before, after: countMessages(sent, { model }).total, ms: Math.round(ms * 10) / 10,
-          archived: report.span.to - report.span.from, replacedTokens: report.replacedTokens,
+          // a UIMessage cut at a step counts as archived, in part (`toPart` of its parts)
+          archived: report.span.to - report.span.from + (report.span.toPart === undefined ? 0 : 1), toPart: report.span.toPart, replacedTokens: report.replacedTokens,
           summaryTokens: report.summaryTokens, pinned: report.pinned,
         });
       } else {
@@ -104,7 +105,8 @@ for (const f of formats) {
     const examples = c.pinned.slice(0, 5).map((p) => `\`${p.text.length > 50 ? `${p.text.slice(0, 47)}...` : p.text}\``).join(", ");
     const kinds = {};
     for (const p of c.pinned) kinds[p.kind] = (kinds[p.kind] ?? 0) + 1;
-    console.log(`- turn ${c.turn + 1}: ${fmt(c.before)} -> ${fmt(c.after)}, ${c.archived} messages, summary ${fmt(c.summaryTokens)} tokens, ${c.pinned.length} pinned ${JSON.stringify(kinds)}: ${examples}`);
+    const cut = c.toPart === undefined ? "" : ` (the last one cut at a step, before its part ${c.toPart})`;
+    console.log(`- turn ${c.turn + 1}: ${fmt(c.before)} -> ${fmt(c.after)}, ${c.archived} messages${cut}, summary ${fmt(c.summaryTokens)} tokens, ${c.pinned.length} pinned ${JSON.stringify(kinds)}: ${examples}`);
   }
   for (const s of results[f].stuck.slice(0, 1)) {
     console.log(`- from turn ${s.turn + 1} (${fmt(s.tokens)} tokens), ${results[f].stuck.length} times: ${s.reason}`);

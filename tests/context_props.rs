@@ -489,3 +489,97 @@ proptest! {
         }
     }
 }
+
+/// `steps` as `useChat` holds them: a user `UIMessage` per user step, and one assistant
+/// `UIMessage` per run of exchanges, a `step-start` before each (its thinking, then its tool
+/// parts with their outputs).
+fn render_ui(steps: &[Step]) -> Value {
+    let mut out: Vec<Value> = Vec::new();
+    let mut n = 0;
+    for (i, step) in steps.iter().enumerate() {
+        match step {
+            Step::User(text) => out.push(json!({"id": format!("u{i}"), "role": "user", "parts": [{"type": "text", "text": text}]})),
+            Step::Exchange { thinking, calls } => {
+                if out.last().is_none_or(|m| m["role"] != "assistant") {
+                    out.push(json!({"id": format!("a{i}"), "role": "assistant", "parts": []}));
+                }
+                let Some(Value::Array(parts)) = out.last_mut().and_then(|m| m.get_mut("parts")) else {
+                    unreachable!()
+                };
+                parts.push(json!({"type": "step-start"}));
+                if let Some(t) = thinking {
+                    parts.push(json!({"type": "reasoning", "text": t, "providerMetadata": {"anthropic": {"signature": "s"}}}));
+                }
+                for c in calls {
+                    n += 1;
+                    parts.push(json!({"type": format!("tool-{}", c.tool), "toolCallId": format!("call_{n}"), "state": "output-available", "input": input_of(c), "output": c.result}));
+                }
+            }
+        }
+    }
+    Value::Array(out)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// A UIMessage cut at a step: the output validates, the rest of the message is its parts
+    /// from the cut on (every other field as it was), the archive holds the messages replaced
+    /// and the first parts of the cut one, and two stacked compactions re-applied to the full
+    /// history give the same output byte for byte.
+    #[test]
+    fn ui_messages_are_cut_at_steps_and_stacked_cuts_reapply(
+        steps in steps(),
+        keep in 1..5usize,
+        by_tokens in proptest::option::of(50..3_000u64),
+    ) {
+        let input = render_ui(&steps);
+        let before = read(Format::AiSdk, &input);
+        let options = CompactOptions {
+            session_id: "p".into(),
+            keep_recent_turns: Some(keep),
+            keep_recent_tokens: by_tokens,
+            now: Some("t".into()),
+            ..CompactOptions::default()
+        };
+        let plan = compact::plan(before.clone(), &options, SessionState::default(), &mut Counter::new()).unwrap();
+        let saves = plan.saves().to_vec();
+        let out = plan.finish(&[Outcome::Saved, Outcome::Saved], SummaryOutcome::Text("s".into()), None);
+        if out.report.outcome != CompactOutcome::Compacted {
+            prop_assert_eq!(out.conversation.to_value(), input);
+            return Ok(());
+        }
+        let after = out.conversation.to_value();
+        prop_assert!(problems(&out.conversation).len() <= problems(&before).len(), "{:?}", problems(&out.conversation));
+        let span = out.report.span.unwrap();
+        let record = compact::read_archive(&saves[0].bytes).unwrap();
+        let mut archived: Vec<Value> = input.as_array().unwrap()[span.from..span.to].to_vec();
+        let marker_at = out.origin.iter().position(Option::is_none).unwrap();
+        if let Some(part) = span.to_part {
+            let whole = &input[span.to];
+            prop_assert_eq!(&whole["parts"][part]["type"], "step-start");
+            let mut rest = whole.clone();
+            rest["parts"] = Value::Array(whole["parts"].as_array().unwrap()[part..].to_vec());
+            prop_assert_eq!(after[marker_at + 1].to_string(), rest.to_string());
+            let mut piece = whole.clone();
+            piece["parts"] = Value::Array(whole["parts"].as_array().unwrap()[..part].to_vec());
+            archived.push(piece);
+        }
+        prop_assert_eq!(&record.messages, &archived);
+        // the full history again: the same output, byte for byte, with no summary
+        let state = out.state.clone().unwrap();
+        let again = compact_once(before.clone(), &options, state.clone(), &[], SummaryOutcome::NotCalled);
+        prop_assert_eq!(again.report.outcome, CompactOutcome::Reapplied);
+        prop_assert_eq!(again.conversation.to_json_string(), out.conversation.to_json_string());
+        // a second compaction of the output, keeping fewer turns, stacks; the full history
+        // then gets it back byte for byte
+        let tighter = CompactOptions { keep_recent_turns: Some(1), keep_recent_tokens: None, ..options.clone() };
+        let second = compact_once(read(Format::AiSdk, &after), &tighter, state, &[Outcome::Saved, Outcome::Saved], SummaryOutcome::Text("s2".into()));
+        if second.report.outcome == CompactOutcome::Compacted {
+            let again = compact_once(before.clone(), &CompactOptions { keep_recent_turns: Some(1_000), ..tighter }, second.state.clone().unwrap(), &[], SummaryOutcome::NotCalled);
+            prop_assert_eq!(again.report.outcome, CompactOutcome::Reapplied);
+            prop_assert_eq!(again.report.reapplied, Some(2));
+            prop_assert_eq!(again.conversation.to_json_string(), second.conversation.to_json_string());
+        }
+    }
+}

@@ -526,7 +526,20 @@ export function bindContext(core) {
     }
     records.reverse();
     const last = records[records.length - 1];
-    return { messages: records.flatMap((r) => r.messages), format: last.format, number: last.number, archives: records.length };
+    // NOTE: an AI SDK UIMessage cut at a step by two compactions is archived in pieces: a
+    // record that `continues` starts with the next parts of the previous record's last message.
+    const messages = [];
+    for (const record of records) {
+      const [first, ...rest] = record.messages;
+      const prev = messages[messages.length - 1];
+      if (record.continues && first && prev && Array.isArray(prev.parts) && Array.isArray(first.parts)) {
+        messages[messages.length - 1] = { ...prev, parts: [...prev.parts, ...first.parts] };
+        messages.push(...rest);
+      } else {
+        messages.push(...record.messages);
+      }
+    }
+    return { messages, format: last.format, number: last.number, archives: records.length };
   }
 
   function activeMessages(messages, options) {

@@ -13,8 +13,18 @@
 //! unless it alone is over a quarter of the window, when it is summarized with the rest and
 //! its exact details pinned), then the marker, then the recent turns, byte for byte. The cut
 //! never falls inside a tool exchange: a call, its results and the thinking beside it stay on
-//! one side. A provider-native compaction item (Anthropic's `compaction` block, the AI SDK
-//! parts carrying one) is never summarized or split off: the span starts after it.
+//! one side. A provider-native compaction item (Anthropic's `compaction` block, OpenAI's
+//! Responses compaction item, the AI SDK parts carrying one) is never summarized or split off:
+//! the span starts after it.
+//!
+//! An AI SDK `UIMessage` from the assistant holds every step of a reply (`useChat` keeps one
+//! per request), so the cut may fall inside it, before a `step-start` part (`step_cuts`):
+//! each step is a turn for `keepRecentTurns`, and a token budget may keep the latest steps of
+//! the message that does not fit whole. Its first parts go to the archive (as the message with
+//! only those parts); the rest stays after the marker as the message with only the rest, byte
+//! for byte. The overlay records the cut (`end_part`, and every cut of the chain in `cuts`), so
+//! the full history is split the same way to be recognised; a later compaction that cuts the
+//! same message again archives the next piece, marked `continues`.
 //!
 //! Several compactions stack: the span of the next one starts with the previous marker,
 //! whose summary the summarizer is given to fold in. Each is recorded in the session state as
@@ -30,11 +40,11 @@ use tsify::Tsify;
 use super::facts::{self, Fact};
 use super::flush::{self, FlushOptions, FlushOutcome, FlushReport, FlushRequest};
 use super::state::{chain, Chain, Overlay, SessionState};
-use super::{heuristic, transcript, Measure, Outcome, Save, NAMESPACE};
+use super::{heuristic, transcript, Measure, Outcome, Save, Turns, NAMESPACE};
 use crate::counting::{CountMessagesError, CountMessagesOptions, Counter};
 use crate::messages::{
     pair_tools, parse_messages_value, CompactionMarker, Conversation, Format, Message,
-    MessagesOptions, PartKind, Role,
+    MessagesOptions, PartKind, PartRef, Role,
 };
 use crate::model::{resolve_window, Limits};
 
@@ -196,6 +206,11 @@ pub struct ArchiveRecord {
     pub previous: Option<Vec<String>>,
     /// The archived messages, as they were.
     pub messages: Vec<Value>,
+    /// Whether the first message continues the previous archive's last one: an AI SDK
+    /// `UIMessage` cut at a step by both compactions, whose next parts these are
+    /// (`readArchive` joins them back into one message).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub continues: bool,
 }
 
 /// A marker as the driver returns it: its header and its summary.
@@ -281,6 +296,11 @@ pub struct Span {
     pub from: usize,
     /// One past the last.
     pub to: usize,
+    /// When the cut fell inside message `to` (an AI SDK `UIMessage` cut at a `step-start`):
+    /// its first `toPart` parts are in the span too; the rest of it stays.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
+    pub to_part: Option<usize>,
 }
 
 /// An archive write that failed.
@@ -408,6 +428,10 @@ struct Work {
     first_request: Option<usize>,
     /// Where the recent messages start.
     split: usize,
+    /// When the cut falls inside message `split` (at a `step-start` of an AI SDK `UIMessage`),
+    /// the part it falls before: parts `..split_part` go with the span, the rest stays as the
+    /// first recent message. 0 when the cut is between messages.
+    split_part: usize,
     /// The previous marker (ours) at `start`, if the span begins with one.
     previous: Option<CompactionMarker>,
     /// The first request, when it is summarized with the span.
@@ -435,7 +459,14 @@ pub struct CompactPlan {
     name: String,
     chain_end: Option<Chain>,
     end: u64,
+    end_part: u64,
+    cuts: Vec<[u64; 2]>,
+    /// Whether the span's first message continues a message the previous compaction cut.
+    continues: bool,
     archived: u64,
+    /// A re-applied compaction's kept rest of a message cut at a step: (its index here, the
+    /// input's index of the message, the parts of it before the rest).
+    tail_of: Option<(usize, usize, usize)>,
 }
 
 /// Why a compaction cannot be planned.
@@ -581,9 +612,9 @@ pub fn plan(
         });
     }
     let origin: Vec<Option<usize>> = (0..conv.messages().len()).map(Some).collect();
-    let (conversation, origin, reapplied) = match reapply(&conv, &state) {
-        Some((c, o, n)) => (c, o, Some(n)),
-        None => (conv, origin, None),
+    let (conversation, origin, reapplied, tail_of) = match reapply(&conv, &state) {
+        Some(re) => (re.conversation, re.origin, Some(re.number), re.tail),
+        None => (conv, origin, None, None),
     };
     let count = counter.count(&conversation, &options.count_options(conversation.format()))?;
     let mut plan = CompactPlan {
@@ -605,18 +636,34 @@ pub fn plan(
         name: String::new(),
         chain_end: None,
         end: 0,
+        end_part: 0,
+        cuts: Vec::new(),
+        continues: false,
         archived: 0,
+        tail_of,
     };
     plan.locate();
     Ok(plan)
 }
 
+/// A stored compaction re-applied to the full history ([`reapply`]).
+#[derive(Clone, Debug)]
+pub(crate) struct Reapplied {
+    /// The history with the marker in place of the span.
+    pub conversation: Conversation,
+    /// For each of its messages, the index of the input message it is (`None` for the
+    /// marker and for the rest of a message cut at a step).
+    pub origin: Vec<Option<usize>>,
+    /// The compaction's number.
+    pub number: u32,
+    /// The rest of a message cut at a step, when the span ended inside one: (its index in
+    /// `conversation`, the input's index of the message, the parts of it in the span).
+    pub tail: Option<(usize, usize, usize)>,
+}
+
 /// Re-applies the latest stored compaction whose span the full history `conv` still holds
 /// (same messages, by chain hash): the conversation with the marker in place of the span.
-pub(crate) fn reapply(
-    conv: &Conversation,
-    state: &SessionState,
-) -> Option<(Conversation, Vec<Option<usize>>, u32)> {
+pub(crate) fn reapply(conv: &Conversation, state: &SessionState) -> Option<Reapplied> {
     let messages = conv.messages();
     if state.compactions.is_empty() || messages.iter().any(|m| marker_of(m).is_some()) {
         return None;
@@ -624,11 +671,15 @@ pub(crate) fn reapply(
     for overlay in state.compactions.iter().rev() {
         let head = usize::try_from(overlay.marker.head).ok()?;
         let end = usize::try_from(overlay.end).ok()?;
+        let end_part = usize::try_from(overlay.end_part).ok()?;
         let stored = overlay.chain.as_deref().and_then(Chain::from_hex)?;
-        if end > messages.len() || head > end {
+        if end > messages.len() || head > end || (end_part > 0 && end >= messages.len()) {
             continue;
         }
-        if chain(Chain::default(), messages.get(head..end)?) != stored {
+        let Some(span) = pieces(messages, head, end, end_part, &overlay.cuts) else {
+            continue;
+        };
+        if chain(Chain::default(), &span) != stored {
             continue;
         }
         let mut marker = overlay.marker.clone();
@@ -638,17 +689,73 @@ pub(crate) fn reapply(
             _ => Vec::new(),
         };
         let marker_message = marker_message(conv, &marker, overlay.shape, &lead)?;
+        // the rest of a message cut at a step stays, as the first recent message
+        let tail = match messages.get(end) {
+            Some(m) if end_part > 0 && m.parts().len() > end_part => {
+                Some(m.with_parts_range(end_part, m.parts().len())?)
+            }
+            _ => None,
+        };
+        let rest = if end_part > 0 { end + 1 } else { end };
+        let has_tail = tail.is_some();
         let mut out = conv.clone();
         let list = out.messages_mut();
-        list.splice(head..end, std::iter::once(marker_message));
+        list.splice(head..rest, std::iter::once(marker_message).chain(tail));
         let origin = (0..head)
             .map(Some)
             .chain(std::iter::once(None))
-            .chain((end..messages.len()).map(Some))
+            .chain(has_tail.then_some(None))
+            .chain((rest..messages.len()).map(Some))
             .collect();
-        return Some((out, origin, overlay.marker.number));
+        return Some(Reapplied {
+            conversation: out,
+            origin,
+            number: overlay.marker.number,
+            tail: has_tail.then_some((head + 1, end, end_part)),
+        });
     }
     None
+}
+
+/// The messages `head..end` of `messages`, and the first `end_part` parts of message `end`,
+/// split at `cuts` (`[message, part]`): the pieces a chain of compactions archived, to hash.
+/// `None` when a cut message cannot be split (it is one whole part).
+pub(crate) fn pieces(
+    messages: &[Message],
+    head: usize,
+    end: usize,
+    end_part: usize,
+    cuts: &[[u64; 2]],
+) -> Option<Vec<Message>> {
+    let last = if end_part > 0 { end + 1 } else { end };
+    let mut out = Vec::with_capacity(last.saturating_sub(head));
+    for (m, message) in messages
+        .get(head..last)?
+        .iter()
+        .enumerate()
+        .map(|(k, msg)| (head + k, msg))
+    {
+        let len = message.parts().len();
+        let limit = if m == end { end_part.min(len) } else { len };
+        let mut bounds: Vec<usize> = cuts
+            .iter()
+            .filter(|c| usize::try_from(c[0]).ok() == Some(m))
+            .filter_map(|c| usize::try_from(c[1]).ok())
+            .filter(|&p| p > 0 && p < limit)
+            .collect();
+        if bounds.is_empty() && limit == len {
+            out.push(message.clone());
+            continue;
+        }
+        bounds.sort_unstable();
+        bounds.dedup();
+        let mut from = 0;
+        for to in bounds.into_iter().chain(std::iter::once(limit)) {
+            out.push(message.with_parts_range(from, to)?);
+            from = to;
+        }
+    }
+    Some(out)
 }
 
 /// The marker as a message of `conv`'s format that its provider accepts where it goes: a
@@ -696,6 +803,54 @@ pub(crate) fn blocks_of(message: &Message) -> Vec<Value> {
     }
 }
 
+/// The cuts at or after message `start` that fall inside a message: before each
+/// `step-start` part (but the first part) of an AI SDK `UIMessage` from the assistant, where
+/// no tool exchange crosses (a `UIMessage` tool part holds its call and its result, so none
+/// does unless a call's result sits in a later part). `(message, part)`, in order.
+pub(crate) fn step_cuts(conv: &Conversation, start: usize) -> Vec<(usize, usize)> {
+    let graph = pair_tools(conv);
+    let spans: Vec<(PartRef, PartRef)> = graph
+        .exchanges
+        .iter()
+        .flat_map(|e| e.calls.iter())
+        .filter_map(|link| link.result.map(|r| (link.call, r)))
+        .collect();
+    Turns::of(conv)
+        .starts()
+        .iter()
+        .filter(|t| t.part > 0 && t.message >= start)
+        .filter(|t| !spans.iter().any(|(call, result)| call < *t && *t <= result))
+        .map(|t| (t.message, t.part))
+        .collect()
+}
+
+/// The messages a compaction replaces after the head (and the previous marker): whole
+/// messages, then the first parts of the message cut at a step, if the cut is inside one.
+fn span_of(conv: &Conversation, work: &Work) -> Vec<Message> {
+    let messages = conv.messages();
+    let body_start = work.start + usize::from(work.previous.is_some());
+    let mut span = messages
+        .get(body_start..work.split)
+        .unwrap_or_default()
+        .to_vec();
+    if work.split_part > 0 {
+        span.extend(
+            messages
+                .get(work.split)
+                .and_then(|m| m.with_parts_range(0, work.split_part)),
+        );
+    }
+    span
+}
+
+/// The rest of the message cut at a step, which stays as the first recent message.
+fn tail_of(conv: &Conversation, work: &Work) -> Option<Message> {
+    let message = conv.messages().get(work.split)?;
+    (work.split_part > 0)
+        .then(|| message.with_parts_range(work.split_part, message.parts().len()))
+        .flatten()
+}
+
 fn sum(counts: &[u64], from: usize, to: usize) -> u64 {
     counts.get(from..to).map_or(0, |c| c.iter().sum())
 }
@@ -728,9 +883,9 @@ impl CompactPlan {
                 (head, None)
             }
         };
-        let mut split = self.split(start);
+        let (mut split, split_part) = self.split(start);
         let body_start = start + usize::from(previous.is_some());
-        if split <= body_start {
+        if (split, split_part) <= (body_start, 0) {
             self.reason = Some(if n == 0 {
                 "the conversation is empty".to_owned()
             } else {
@@ -751,7 +906,11 @@ impl CompactPlan {
             _ => Vec::new(),
         };
         let allowed = allowed_cuts(&self.conversation);
-        let (head, shape, lead) = if previous_lead.is_empty() {
+        let (head, shape, lead) = if split_part > 0 {
+            // NOTE: only an AI SDK `UIMessage` is cut at a step, and only Anthropic's format
+            // needs a marker shape other than a user message of its own.
+            (start, MarkerShape::User, Vec::new())
+        } else if previous_lead.is_empty() {
             let before = start.checked_sub(1);
             let found = (split..n).find_map(|s| {
                 let ok = allowed.get(s).copied().unwrap_or(false);
@@ -805,6 +964,7 @@ impl CompactPlan {
             lead,
             first_request,
             split,
+            split_part,
             previous,
             first_summarized,
         };
@@ -812,15 +972,23 @@ impl CompactPlan {
         self.work = Some(work);
     }
 
-    /// Where the recent messages start, at or after `start`.
-    fn split(&self, start: usize) -> usize {
+    /// Where the recent messages start, at or after `start`: a message, and the part of it
+    /// the cut falls before (0: before the whole message; else a `step-start` of an AI SDK
+    /// `UIMessage` from the assistant, which holds every step of a reply).
+    fn split(&self, start: usize) -> (usize, usize) {
         let messages = self.conversation.messages();
         let n = messages.len();
         let allowed = allowed_cuts(&self.conversation);
         let ok = |s: usize| allowed.get(s).copied().unwrap_or(false);
-        // the latest cut that keeps at least the last message (and its exchange)
-        let Some(last_cut) = (start..n).rev().find(|&s| ok(s)) else {
-            return start;
+        let steps = step_cuts(&self.conversation, start);
+        // the latest cut that keeps at least the last message (and its exchange), or the
+        // last step of it
+        let last_message_cut = (start..n).rev().find(|&s| ok(s));
+        let last_cut = match (last_message_cut, steps.last()) {
+            (Some(s), Some(&step)) => (s, 0).max(step),
+            (Some(s), None) => (s, 0),
+            (None, Some(&step)) => step,
+            (None, None) => return (start, 0),
         };
         let wanted = match self.options.keep_recent_tokens {
             Some(budget) => {
@@ -834,26 +1002,38 @@ impl CompactPlan {
                     kept += t;
                     s = i;
                 }
+                // the message that did not fit may be cut at a step: its latest steps that do
+                let inside = s
+                    .checked_sub(1)
+                    .filter(|&i| i >= start)
+                    .and_then(|i| self.steps_within(i, &steps, budget.saturating_sub(kept)));
                 // keeping less is what a token budget means: the next cut after
-                (s..=n).find(|&c| ok(c)).unwrap_or(last_cut)
+                inside.unwrap_or_else(|| (s..=n).find(|&c| ok(c)).map_or(last_cut, |c| (c, 0)))
             }
             None => {
                 let keep = self
                     .options
                     .keep_recent_turns
                     .unwrap_or(DEFAULT_KEEP_RECENT_TURNS);
-                let assistants: Vec<usize> = (start..n)
-                    .filter(|&i| messages.get(i).is_some_and(|m| m.role() == Role::Assistant))
+                // a turn starts at each assistant message and each step of a UIMessage
+                let turns: Vec<PartRef> = Turns::of(&self.conversation)
+                    .starts()
+                    .iter()
+                    .copied()
+                    .filter(|t| t.message >= start)
                     .collect();
-                let Some(&turn) = assistants
-                    .len()
-                    .checked_sub(keep)
-                    .and_then(|k| assistants.get(k))
-                else {
-                    return start;
+                let Some(&turn) = turns.len().checked_sub(keep).and_then(|k| turns.get(k)) else {
+                    return (start, 0);
                 };
+                if turn.part > 0 {
+                    // a step of a UIMessage: the cut before it, if no exchange crosses it
+                    let at = (turn.message, turn.part);
+                    if steps.contains(&at) {
+                        return at.min(last_cut);
+                    }
+                }
                 // the user message that opened the turn stays with it
-                let mut s = turn;
+                let mut s = turn.message;
                 if s > start
                     && messages
                         .get(s - 1)
@@ -862,17 +1042,45 @@ impl CompactPlan {
                     s -= 1;
                 }
                 // keeping a turn whole is what a turn count means: the cut before
-                (start..=s).rev().find(|&c| ok(c)).unwrap_or(start)
+                ((start..=s).rev().find(|&c| ok(c)).unwrap_or(start), 0)
             }
         };
         wanted.min(last_cut)
     }
 
+    /// The earliest step cut inside message `i` whose steps from it on count at most
+    /// `room` tokens (each step counted on its own, framing included, so the sum is over
+    /// rather than under), if any.
+    fn steps_within(
+        &self,
+        i: usize,
+        steps: &[(usize, usize)],
+        room: u64,
+    ) -> Option<(usize, usize)> {
+        let message = self.conversation.messages().get(i)?;
+        let cuts: Vec<usize> = steps.iter().filter(|c| c.0 == i).map(|c| c.1).collect();
+        let measure = Measure::for_model(self.options.model.as_deref());
+        let mut end = message.parts().len();
+        let mut kept = 0u64;
+        let mut found = None;
+        for &p in cuts.iter().rev() {
+            let piece = message.with_parts_range(p, end)?;
+            kept += single_count(&piece, &self.conversation, &self.options, &measure);
+            if kept > room {
+                break;
+            }
+            found = Some((i, p));
+            end = p;
+        }
+        found
+    }
+
     /// The archive, the summary request and the flush request for `work`.
     fn prepare(&mut self, work: &Work) {
+        let span = span_of(&self.conversation, work);
+        let span = span.as_slice();
         let messages = self.conversation.messages();
         let body_start = work.start + usize::from(work.previous.is_some());
-        let span = messages.get(body_start..work.split).unwrap_or_default();
         let format = self.conversation.format();
         self.number = work
             .previous
@@ -891,16 +1099,37 @@ impl CompactPlan {
                     .and_then(|o| o.chain.as_deref())
                     .and_then(Chain::from_hex);
                 let prev_end = overlay.map_or(prev.head + prev.archived_messages, |o| o.end);
+                // NOTE: when the previous compaction cut a UIMessage at a step, the message
+                // after its marker is the rest of that message (message `prev_end` of the full
+                // history, from part `prev_part`): its first piece here continues it.
+                let prev_part = overlay.map_or(0, |o| o.end_part);
+                self.continues = prev_part > 0;
                 self.chain_end = known.map(|c| chain(c, span));
-                self.end = prev_end + span.len() as u64;
-                self.archived = prev.archived_messages + span.len() as u64;
+                let whole = (work.split - body_start) as u64;
+                self.end = prev_end + whole;
+                self.end_part = match work.split_part {
+                    0 => 0,
+                    p if work.split == body_start => prev_part + p as u64,
+                    p => p as u64,
+                };
+                self.archived = prev.archived_messages + span.len() as u64
+                    - u64::from(self.continues && !span.is_empty());
+                self.cuts = overlay.map(|o| o.cuts.clone()).unwrap_or_default();
             }
             None => {
-                let replaced = messages.get(work.head..work.split).unwrap_or_default();
-                self.chain_end = Some(chain(Chain::default(), replaced));
+                let mut replaced: Vec<Message> = messages
+                    .get(work.head..body_start)
+                    .unwrap_or_default()
+                    .to_vec();
+                replaced.extend_from_slice(span);
+                self.chain_end = Some(chain(Chain::default(), &replaced));
                 self.end = work.split as u64;
+                self.end_part = work.split_part as u64;
                 self.archived = span.len() as u64;
             }
+        }
+        if self.end_part > 0 {
+            self.cuts.push([self.end, self.end_part]);
         }
         self.name = format!(
             "{:04}-{}",
@@ -914,6 +1143,7 @@ impl CompactPlan {
             format,
             previous: work.previous.as_ref().map(|p| p.key.clone()),
             messages: span.iter().map(Message::to_value).collect(),
+            continues: self.continues,
         };
         let markdown = transcript::render(span, body_start, None);
         self.saves = vec![
@@ -1016,10 +1246,18 @@ impl CompactPlan {
             return out;
         }
         let measure = Measure::for_model(self.options.model.as_deref());
+        let span = span_of(&self.conversation, &work);
+        let span = span.as_slice();
+        let tail = tail_of(&self.conversation, &work);
         let messages = self.conversation.messages();
-        let body_start = work.start + usize::from(work.previous.is_some());
-        let span = messages.get(body_start..work.split).unwrap_or_default();
-        let replaced = sum(&self.per_message, work.head, work.split);
+        // what the replaced messages count: with a message cut at a step, all of it but the
+        // rest that stays
+        let replaced = match &tail {
+            Some(rest) => sum(&self.per_message, work.head, work.split + 1).saturating_sub(
+                single_count(rest, &self.conversation, &self.options, &measure),
+            ),
+            None => sum(&self.per_message, work.head, work.split),
+        };
         let previous_summary = work.previous.as_ref().map(|p| p.summary.as_str());
         let first_request = work
             .first_request
@@ -1058,10 +1296,10 @@ impl CompactPlan {
             .flat_map(|m| facts::message_texts(m).into_iter().map(|t| t.into_owned()))
             .chain(previous_summary.map(str::to_owned))
             .collect();
-        let keep_texts: Vec<String> = messages
-            .get(work.split..)
-            .unwrap_or_default()
+        let kept_from = work.split + usize::from(tail.is_some());
+        let keep_texts: Vec<String> = tail
             .iter()
+            .chain(messages.get(kept_from..).unwrap_or_default())
             .flat_map(|m| facts::message_texts(m).into_iter().map(|t| t.into_owned()))
             .chain(first_request.map(str::to_owned))
             .collect();
@@ -1105,10 +1343,16 @@ impl CompactPlan {
             );
         };
         let summary_tokens = measure.tokens(&marker.summary);
+        let to_part = tail.is_some().then(|| match self.tail_of {
+            Some((at, input, before)) if at == work.split => (input, before + work.split_part),
+            _ => (input_index(&self.origin, work.split), work.split_part),
+        });
+        let has_tail = tail.is_some();
         let mut conversation = self.conversation;
-        conversation
-            .messages_mut()
-            .splice(work.head..work.split, std::iter::once(marker_msg));
+        conversation.messages_mut().splice(
+            work.head..kept_from,
+            std::iter::once(marker_msg).chain(tail),
+        );
         let origin: Vec<Option<usize>> = self
             .origin
             .get(..work.head)
@@ -1116,9 +1360,10 @@ impl CompactPlan {
             .iter()
             .copied()
             .chain(std::iter::once(None))
+            .chain(has_tail.then_some(None))
             .chain(
                 self.origin
-                    .get(work.split..)
+                    .get(kept_from..)
                     .unwrap_or_default()
                     .iter()
                     .copied(),
@@ -1126,7 +1371,8 @@ impl CompactPlan {
             .collect();
         let span_in_input = Span {
             from: span_start(&self.origin, work.head),
-            to: input_index(&self.origin, work.split),
+            to: to_part.map_or_else(|| input_index(&self.origin, work.split), |(to, _)| to),
+            to_part: to_part.map(|(_, part)| part),
         };
         self.state.push(Overlay {
             marker: CompactionMarker {
@@ -1136,6 +1382,8 @@ impl CompactPlan {
             summary: marker.summary.clone(),
             shape: work.shape,
             end: self.end,
+            end_part: self.end_part,
+            cuts: std::mem::take(&mut self.cuts),
             chain: self.chain_end.map(Chain::to_hex),
         });
         let report = CompactReport {

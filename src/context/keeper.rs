@@ -657,7 +657,12 @@ impl Prepare {
         self.conversation = done.conversation;
         self.base_is_input = done.edited.is_empty();
         // the stored compactions, when the host sends its full history
-        if let Some((conv, map, _)) = compact::reapply(&self.conversation, &self.state) {
+        if let Some(compact::Reapplied {
+            conversation: conv,
+            origin: map,
+            ..
+        }) = compact::reapply(&self.conversation, &self.state)
+        {
             self.origin = compose(&map, &self.origin);
             self.conversation = conv;
             self.base_is_input = false;

@@ -1299,6 +1299,7 @@ impl RollingPlan {
                 .map(|p| p.key.clone())
                 .filter(|k| !k.is_empty()),
             messages: fold.span.iter().map(Message::to_value).collect(),
+            continues: false,
         };
         let first = span_pieces.first().map_or(0, |p| p.index);
         self.saves = vec![

@@ -41,13 +41,26 @@ pub struct Overlay {
     /// How the marker message is written.
     pub shape: super::compact::MarkerShape,
     /// The span of the full history the marker stands for: messages `head..end` (the head
-    /// is `marker.head`).
+    /// is `marker.head`), and the first `end_part` parts of message `end` when the cut fell
+    /// inside it (an AI SDK `UIMessage` cut at a `step-start`).
     pub end: u64,
+    /// See `end`; 0 when the cut fell between messages.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub end_part: u64,
+    /// Every cut inside a message (`[message, part]`, in the full history) of this
+    /// compaction and the ones it follows from: the chain is over the messages `head..end`
+    /// split at these, as they were archived.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cuts: Vec<[u64; 2]>,
     /// The chained hash of the full history's messages `head..end` ([`chain`]), when it is
     /// known: it is how a full history is recognised. Absent when the compaction started from
     /// a marker whose own overlay was not in the state.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chain: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// What is stored for a session.
@@ -288,6 +301,7 @@ mod tests {
             end: 10,
             shape: Default::default(),
             chain: Some("0".repeat(32)),
+            ..Overlay::default()
         });
         state.flushed_before = Some(2);
         let bytes = state.to_bytes();

@@ -272,9 +272,8 @@ impl ListCount {
                     (Some(id), votes, value)
                 }
                 (None, _) => {
-                    if self.counting.stopped() {
-                        return Ok(None);
-                    }
+                    // NOTE: past the limit the rest is still read (not counted): a later
+                    // compaction block that drops what came before starts the count again.
                     let Some(message) = self.listed.pop_front() else {
                         return Ok(None);
                     };

@@ -83,7 +83,8 @@ pub use zod::{close_objects, OPAQUE_OBJECT_TOKENS};
 
 use crate::encoding::{CountError, Encoding};
 use crate::messages::{
-    parse_messages_value, Conversation, Format, Message, MessagesOptions, ParseError, Role,
+    drops_earlier_context, parse_messages_value, Conversation, Format, Message, MessagesOptions,
+    ParseError, Role,
 };
 use crate::model::{model_info, ModelInfo, Provider};
 use tally::{tally_message, Rules, Tokenizer};
@@ -310,6 +311,13 @@ pub struct Counting {
     by_kind: ByKind,
     by_role: BTreeMap<&'static str, u64>,
     per_message: Vec<u64>,
+    /// What the messages counted so far add to `by_kind` and `by_role`: taken off again when
+    /// a later message holds a compaction block its provider drops them for.
+    messages_kinds: ByKind,
+    messages_roles: BTreeMap<&'static str, u64>,
+    /// Messages added after the count stopped, not counted: a later compaction block that
+    /// drops them starts the count again ([`Counting::add`]).
+    skipped: usize,
     system: u64,
     tools: u64,
     exact: bool,
@@ -346,6 +354,9 @@ impl Counting {
             stop_above,
             by_role: BTreeMap::new(),
             per_message: Vec::new(),
+            messages_kinds: ByKind::default(),
+            messages_roles: BTreeMap::new(),
+            skipped: 0,
             system: 0,
             tools: 0,
             stopped: false,
@@ -419,28 +430,52 @@ impl Counting {
     }
 
     /// Counts the next message, and returns its key for [`Counting::add_known`].
+    ///
+    /// Past the limit it counts nothing, unless the message holds a compaction block its
+    /// provider drops everything before ([`drops_earlier_context`]): the count then starts
+    /// again from it.
     pub fn add(
         &mut self,
         message: &Message,
         cache: &mut CountCache,
     ) -> Result<MessageKey, CountError> {
         let key = self.keyer.message_key(message);
-        if !self.stopped {
-            let tally = self.tally(message, key, cache)?;
-            self.push(message.role(), tally);
+        if self.stopped {
+            if !drops_earlier(message) {
+                self.skipped += 1;
+                return Ok(key);
+            }
+            self.resume();
         }
+        let tally = self.tally(message, key, cache)?;
+        self.push(message.role(), tally);
         Ok(key)
+    }
+
+    /// A message that a later one's compaction block drops, counted as 0 without reading it
+    /// (the caller knows: [`count_bounded`]).
+    fn skip(&mut self) {
+        self.per_message.push(0);
+    }
+
+    /// Counts again after a stop: a compaction block drops what the limit was passed with.
+    fn resume(&mut self) {
+        self.per_message
+            .extend(std::iter::repeat_n(0, std::mem::take(&mut self.skipped)));
+        self.stopped = false;
     }
 
     /// Counts the next message from its key and role alone, when `cache` still holds its count
     /// under this count's rules; false (and nothing counted) when it does not: then read the
     /// message and [`Counting::add`] it.
     pub fn add_known(&mut self, role: Role, key: MessageKey, cache: &mut CountCache) -> bool {
-        if self.stopped {
-            return true;
-        }
         match cache.get(self.keyer.key(key)) {
+            Some(tally) if self.stopped && !tally.drops_earlier => {
+                self.skipped += 1;
+                true
+            }
             Some(tally) => {
+                self.resume();
                 self.push(role, tally);
                 true
             }
@@ -449,7 +484,27 @@ impl Counting {
     }
 
     fn push(&mut self, role: Role, tally: Tally) {
+        if tally.drops_earlier {
+            // NOTE: the provider drops every message before this one (Anthropic's
+            // `compaction` block): they stay in `per_message`, as 0.
+            self.by_kind.sub(&self.messages_kinds);
+            for (name, tokens) in std::mem::take(&mut self.messages_roles) {
+                let left = self
+                    .by_role
+                    .get(name)
+                    .map_or(0, |sum| sum.saturating_sub(tokens));
+                if left == 0 {
+                    self.by_role.remove(name);
+                } else {
+                    self.by_role.insert(name, left);
+                }
+            }
+            self.messages_kinds = ByKind::default();
+            self.per_message.iter_mut().for_each(|n| *n = 0);
+        }
         self.per_message.push(tally.kinds.total());
+        self.messages_kinds.add(&tally.kinds);
+        *self.messages_roles.entry(role.name()).or_insert(0) += tally.kinds.total();
         self.take(role, tally);
         self.check_limit();
     }
@@ -486,7 +541,14 @@ fn count_bounded(
     stop_above: Option<u64>,
 ) -> Result<(MessagesCount, bool), CountMessagesError> {
     let mut counting = Counting::start(conv, options, ratio, stop_above, cache)?;
-    for message in conv.messages() {
+    // NOTE: the messages before the latest compaction block that drops them count nothing:
+    // they are not read, and the count may stop early only after it.
+    let from = conv.messages().iter().rposition(drops_earlier).unwrap_or(0);
+    for (i, message) in conv.messages().iter().enumerate() {
+        if i < from {
+            counting.skip();
+            continue;
+        }
         if counting.stopped() {
             break;
         }
@@ -525,6 +587,11 @@ pub fn within_limit(
 ) -> Result<Option<u64>, CountMessagesError> {
     let (count, stopped) = count_bounded(conv, options, cache, None, Some(limit))?;
     Ok((!stopped).then_some(count.total))
+}
+
+/// Whether `message` holds a compaction block its provider drops everything before.
+fn drops_earlier(message: &Message) -> bool {
+    (message.parts().iter()).any(|p| drops_earlier_context(message.format(), p.raw()))
 }
 
 // ---- The free functions: the default counter, shared by the JS exports. ----

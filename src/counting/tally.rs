@@ -5,7 +5,10 @@ use serde_json::Value;
 
 use super::image::{image_tokens, DEFAULT_FILE_TOKENS};
 use crate::encoding::{CountError, Encoding};
-use crate::messages::{Format, Message, Part, PartKind, Role, Segment, ToolInput};
+use crate::messages::{
+    drops_earlier_context, is_native_compaction, Format, Message, Part, PartKind, Role, Segment,
+    ToolInput,
+};
 use crate::model::{Framing, ImageRule};
 
 /// Tokens around each tool call or tool result beyond its name and content (ids, separators).
@@ -50,6 +53,16 @@ impl ByKind {
             + self.overhead
     }
 
+    pub(crate) fn sub(&mut self, other: &ByKind) {
+        self.text = self.text.saturating_sub(other.text);
+        self.tool_calls = self.tool_calls.saturating_sub(other.tool_calls);
+        self.tool_results = self.tool_results.saturating_sub(other.tool_results);
+        self.images = self.images.saturating_sub(other.images);
+        self.files = self.files.saturating_sub(other.files);
+        self.reasoning = self.reasoning.saturating_sub(other.reasoning);
+        self.overhead = self.overhead.saturating_sub(other.overhead);
+    }
+
     pub(crate) fn add(&mut self, other: &ByKind) {
         self.text += other.text;
         self.tool_calls += other.tool_calls;
@@ -69,6 +82,10 @@ pub struct Tally {
     /// Whether some part follows no published rule (images of unknown size, files, tool
     /// calls, encrypted reasoning, unknown parts).
     pub estimated: bool,
+    /// Whether the message holds a compaction block its provider drops everything before
+    /// ([`drops_earlier_context`]): the tally counts the message from its latest such block
+    /// on, and the messages before it count nothing.
+    pub drops_earlier: bool,
 }
 
 /// What a message's count depends on besides the message. Its JSON is what the count cache
@@ -134,7 +151,15 @@ pub(crate) fn tally_message(
         k.overhead += ui_step_framing(message, rules, tok)?;
     }
     let whole = message.is_whole();
-    for part in message.parts() {
+    let parts = message.parts();
+    // NOTE: the provider drops every block before its latest compaction block, this
+    // message's own earlier blocks too; the message itself (its framing) stays.
+    let from = parts
+        .iter()
+        .rposition(|p| drops_earlier_context(message.format(), p.raw()))
+        .inspect(|_| tally.drops_earlier = true)
+        .unwrap_or(0);
+    for part in parts.get(from..).unwrap_or_default() {
         tally_part(part, whole, rules, tok, &mut tally)?;
     }
     Ok(tally)
@@ -187,6 +212,20 @@ fn tally_part(
             tally.estimated |= ty.starts_with("data-");
         }
         PartKind::Image | PartKind::File => media(part.raw(), rules, tok, tally)?,
+        PartKind::Unknown if is_native_compaction(part.raw()) => {
+            // NOTE: a provider's compaction item: Anthropic's `compaction` block carries its
+            // summary as readable `content` (the model reads it as text); OpenAI's Responses
+            // item carries `encrypted_content`, opaque state the server expands, counted as
+            // encrypted reasoning is (a quarter of its characters, over rather than under).
+            tally.estimated = true;
+            let raw = part.raw();
+            if let Some(Value::String(summary)) = raw.get("content") {
+                k.text += tok.count(summary)?;
+            }
+            if let Some(Value::String(data)) = raw.get("encrypted_content") {
+                k.reasoning += (data.len() as u64).div_ceil(REDACTED_CHARS_PER_TOKEN);
+            }
+        }
         PartKind::Unknown => {
             tally.estimated = true;
             let ty = part.raw().get("type").and_then(Value::as_str).unwrap_or("");

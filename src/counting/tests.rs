@@ -919,3 +919,94 @@ fn usage_errors_name_their_place_in_the_report() {
     let e = err(json!({"model": "zz-usage-errors", "inputTokens": 10, "estimated": null}));
     assert!(e.starts_with("usage.estimated:"), "{e}");
 }
+
+#[test]
+fn what_precedes_an_anthropic_compaction_block_counts_nothing() {
+    let long = "the earlier work, read in full ".repeat(200);
+    let before = json!({"role": "user", "content": long});
+    let block = json!({"role": "assistant", "content": [
+        {"type": "text", "text": long},
+        {"type": "compaction", "content": "Summary: the work so far."},
+        {"type": "text", "text": "Carrying on."}]});
+    let after = json!({"role": "user", "content": "next"});
+    let options = model("claude-sonnet-4");
+    let counted = count(&json!([before, block, after]), &options);
+    // the API drops every block before the compaction block, its message's own too
+    assert_eq!(counted.per_message[0], 0);
+    let alone = count(
+        &json!([{"role": "assistant", "content": [
+            {"type": "compaction", "content": "Summary: the work so far."},
+            {"type": "text", "text": "Carrying on."}]}, after]),
+        &options,
+    );
+    assert_eq!(counted.per_message[1..], alone.per_message[..]);
+    assert_eq!(counted.total, alone.total);
+    assert_eq!(counted.by_kind, alone.by_kind);
+    assert_eq!(counted.by_role, alone.by_role);
+    assert_eq!(counted.by_kind.total(), counted.total);
+    // the summary counts as text
+    let summary = count_tokens("Summary: the work so far.", Encoding::O200kBase).unwrap() as u64;
+    assert!(alone.by_kind.text >= summary);
+    // a failed compaction (`content: null`) is a no-op for the API: nothing is dropped
+    let failed = json!([before, {"role": "assistant", "content": [
+        {"type": "text", "text": "x"}, {"type": "compaction", "content": null}]}, after]);
+    assert!(count(&failed, &options).per_message[0] > 1_000);
+    // the same, read one message at a time through the keyed path, with a warm memo
+    let mut counter = Counter::new();
+    let input = conv(&json!([before, block, after]));
+    let (first, keys) = counter.count_keyed(&input, &options, &[]).unwrap();
+    let known: Vec<Option<MessageKey>> = keys.into_iter().map(Some).collect();
+    let (again, _) = counter.count_keyed(&input, &options, &known).unwrap();
+    assert_eq!(first, counted);
+    assert_eq!(again, counted);
+    // a limit passed before the block does not stop the count: the block drops it
+    let limit = counted.total;
+    assert_eq!(
+        within_limit(&input, limit, &options, &mut CountCache::new(8)).unwrap(),
+        Some(limit)
+    );
+    let mut cache = CountCache::new(8);
+    let mut lazy = Counting::start(&input, &options, None, Some(limit), &mut cache).unwrap();
+    let keys: Vec<MessageKey> = (input.messages().iter())
+        .map(|m| lazy.add(m, &mut cache).unwrap())
+        .collect();
+    assert_eq!(lazy.finish(Format::Anthropic), (counted.clone(), false));
+    let mut known = Counting::start(&input, &options, None, Some(limit), &mut cache).unwrap();
+    for (m, key) in input.messages().iter().zip(&keys) {
+        assert!(known.add_known(m.role(), *key, &mut cache));
+    }
+    assert_eq!(known.finish(Format::Anthropic), (counted.clone(), false));
+    // a request's system prompt and tools are not message blocks: they stay
+    let request = json!({"system": "You are terse.", "messages": [before, block, after]});
+    let with_system = count(&request, &options);
+    assert!(with_system.system > 0);
+    assert_eq!(with_system.total, counted.total + with_system.system);
+}
+
+#[test]
+fn an_ai_sdk_part_carrying_an_anthropic_compaction_drops_what_precedes_it() {
+    let long = "the earlier work ".repeat(300);
+    let input = json!([
+        {"role": "user", "content": [{"type": "text", "text": long}]},
+        {"role": "assistant", "content": [
+            {"type": "text", "text": "Summary.", "providerOptions": {"anthropic": {"type": "compaction"}}}]},
+        {"role": "user", "content": [{"type": "text", "text": "next"}]}]);
+    let counted = count(&input, &model("claude-sonnet-4"));
+    assert_eq!(counted.format, Format::AiSdk);
+    assert_eq!(counted.per_message[0], 0);
+    assert!(counted.per_message[1] > 0 && counted.per_message[2] > 0);
+    // an OpenAI compaction item drops nothing: the window /responses/compact returns keeps
+    // the user messages before it
+    let openai = json!([
+        {"role": "user", "content": long},
+        {"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAA".repeat(100)},
+        {"role": "user", "content": "next"}]);
+    let counted = count(&openai, &model("gpt-4o"));
+    assert!(counted.per_message[0] > 500);
+    // opaque: a quarter of its characters, as encrypted reasoning, and never exact
+    assert_eq!(
+        counted.by_kind.reasoning,
+        500u64.div_ceil(REDACTED_CHARS_PER_TOKEN)
+    );
+    assert!(!counted.exact);
+}

@@ -99,6 +99,34 @@ pub fn is_native_compaction(raw: &Value) -> bool {
     })
 }
 
+/// Whether a part of `format` is a compaction block the provider drops everything before:
+/// Anthropic's `compaction` block with its summary (`content` a string; `null` marks a failed
+/// compaction, which the API treats as a no-op), or an AI SDK part carrying one for Anthropic
+/// (`providerOptions.anthropic.type` or `providerMetadata.anthropic.type` `"compaction"`).
+///
+/// NOTE: Anthropic's compaction guide (platform.claude.com/docs/en/build-with-claude/compaction):
+/// "On subsequent requests, append the response to your messages. The API automatically drops
+/// all message blocks prior to the compaction block". The system prompt and tools are not
+/// message blocks and stay. OpenAI's Responses compaction item is not one of these: the
+/// window `/responses/compact` returns keeps the user messages before its item, so nothing
+/// before it can be assumed dropped.
+pub fn drops_earlier_context(format: super::Format, raw: &Value) -> bool {
+    match format {
+        super::Format::Anthropic => {
+            raw.get("type").and_then(Value::as_str) == Some("compaction")
+                && raw.get("content").is_some_and(Value::is_string)
+        }
+        super::Format::AiSdk => ["providerOptions", "providerMetadata"].iter().any(|field| {
+            raw.get(*field)
+                .and_then(|o| o.get("anthropic"))
+                .and_then(|a| a.get("type"))
+                .and_then(Value::as_str)
+                == Some("compaction")
+        }),
+        super::Format::OpenAi => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

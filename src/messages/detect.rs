@@ -139,7 +139,10 @@ impl FormatVotes {
                     | "document"
                     | "server_tool_use"
                     | "web_search_tool_result"
-                    | "search_result",
+                    | "search_result"
+                    // NOTE: a `compaction` block inside a message's content is Anthropic's;
+                    // OpenAI's compaction item is a role-less item of its own.
+                    | "compaction",
                 ) => votes.anthropic += 1,
                 Some("image_url" | "input_audio" | "refusal") => votes.openai += 1,
                 Some("tool-call" | "tool-result" | "reasoning" | "redacted-reasoning") => {

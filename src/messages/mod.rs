@@ -42,7 +42,9 @@ mod validate;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use compaction::{is_native_compaction, CompactionMarker, COMPACTION_TAG};
+pub use compaction::{
+    drops_earlier_context, is_native_compaction, CompactionMarker, COMPACTION_TAG,
+};
 pub use detect::{detect_format, FormatVotes};
 // NOTE: for the context bindings (wasm32, `full`), which name JSON types as the reader does.
 #[cfg(all(target_arch = "wasm32", feature = "full"))]

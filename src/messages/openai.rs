@@ -5,6 +5,12 @@
 //! add `tool_calls` (`{id, type: "function", function: {name, arguments}}`, or `custom`) and
 //! the legacy `function_call`. A `tool` message answers one call by `tool_call_id`; a legacy
 //! `function` message answers the `function_call` just before it, by position.
+//!
+//! One role-less item is read too: the Responses API's compaction item,
+//! `{type: "compaction", encrypted_content, id?, created_by?}` (what `/responses/compact` and
+//! server-side compaction return, to be passed back as input). It is opaque: kept verbatim as
+//! one whole-message part ([`PartKind::Unknown`], recognised by
+//! [`super::is_native_compaction`]), read as the assistant's (the model wrote it).
 
 use std::mem;
 
@@ -20,6 +26,9 @@ const ROLES: &str = "\"system\", \"developer\", \"user\", \"assistant\", \"tool\
 
 pub(crate) fn parse_message(value: Value) -> Result<Message, ParseError> {
     let mut obj = into_obj(value)?;
+    if !obj.contains_key("role") && obj.get("type").and_then(Value::as_str) == Some("compaction") {
+        return compaction_item(obj);
+    }
     let role = req_role(
         &obj,
         &[
@@ -93,6 +102,23 @@ pub(crate) fn parse_message(value: Value) -> Result<Message, ParseError> {
         skimmed: false,
         key: KeyCell::default(),
     }))
+}
+
+/// A Responses API compaction item: `encrypted_content` a string (required), `id` and
+/// `created_by` strings when present. Every field stays as it is.
+fn compaction_item(obj: serde_json::Map<String, Value>) -> Result<Message, ParseError> {
+    req_str(&obj, "encrypted_content")?;
+    // NOTE: `id` is the item's own, not a tool call's: it stays out of the part's call id so
+    // that pairing never reads it as one.
+    opt_str(&obj, "id")?;
+    opt_str(&obj, "created_by")?;
+    let part = Part::from_info(
+        Format::OpenAi,
+        Slot::Whole,
+        PartInfo::of(PartKind::Unknown),
+        Value::Object(obj),
+    );
+    Ok(Message::whole(Format::OpenAi, Role::Assistant, part))
 }
 
 /// A content part's shape.

@@ -259,6 +259,59 @@ test("markers are written in each format and activeMessages starts from the late
   assert.equal(markerMessage.parts[0].type, "text");
 });
 
+/** A `useChat` history: the request, then one assistant UIMessage holding `steps` steps. */
+function uiAgent(steps) {
+  const parts = [];
+  for (let t = 0; t < steps; t++) {
+    parts.push({ type: "step-start" });
+    parts.push({ type: "reasoning", text: `Thinking about step ${t}.`, providerMetadata: { anthropic: { signature: "c2ln" } } });
+    parts.push({ type: "tool-bash", toolCallId: `call_${t}`, state: "output-available", input: { command: `sed -n ${t * 40},+40p src/export/csv.rs` }, output: `fn export_row(amount: i64) -> String {\n${"    // body line\n".repeat(60)}}` });
+  }
+  return [
+    { id: "u1", role: "user", parts: [{ type: "text", text: "The CSV export in src/export/csv.rs drops negative amounts. Fix it." }] },
+    { id: "a1", role: "assistant", metadata: { model: "m" }, parts },
+  ];
+}
+
+test("a UIMessage is cut at a step: the rest stays byte for byte, the steps before are archived and joined back", async () => {
+  const store = new MemoryStore();
+  const input = uiAgent(12);
+  const pristine = JSON.stringify(input);
+  const first = await compact(input, base(store, { summarize: () => SUMMARY }));
+  assert.equal(first.report.outcome, "compacted", first.report.reason);
+  const { to, toPart } = first.report.span;
+  assert.equal(to, 1);
+  assert.equal(input[1].parts[toPart].type, "step-start");
+  assert.equal(toPart, 27, "the last three steps stay");
+  assert.equal(first.messages.length, 3);
+  assert.equal(first.messages[0], input[0], "the head is the caller's object");
+  assert.match(first.messages[1].parts[0].text, /^<context-keeper-compaction /);
+  assert.equal(JSON.stringify(first.messages[2]), JSON.stringify({ ...input[1], parts: input[1].parts.slice(toPart) }));
+  assert.equal(JSON.stringify(input), pristine, "the input is untouched");
+  assert.deepEqual(validateMessages(first.messages), []);
+  assert.ok(countMessages(first.messages, { model: "gpt-4o" }).total < countMessages(input, { model: "gpt-4o" }).total);
+  let archived = await readArchive(first.marker, { store });
+  assert.equal(JSON.stringify(archived.messages), JSON.stringify([{ ...input[1], parts: input[1].parts.slice(0, toPart) }]));
+  // the host keeps the output and its agent takes six more steps: a second cut in the same message
+  const more = uiAgent(18)[1].parts.slice(36);
+  const kept = [...first.messages.slice(0, 2), { ...first.messages[2], parts: [...first.messages[2].parts, ...more] }];
+  const second = await compact(kept, base(store, { summarize: (req) => `${SUMMARY} (${req.messages.length})` }));
+  assert.equal(second.report.outcome, "compacted", second.report.reason);
+  assert.equal(second.marker.number, 2);
+  assert.equal(second.marker.archivedMessages, 1, "one message, archived in two pieces");
+  const whole = uiAgent(18)[1];
+  const at = whole.parts.length - second.messages[2].parts.length;
+  assert.equal(JSON.stringify(second.messages[2]), JSON.stringify({ ...whole, parts: whole.parts.slice(at) }));
+  archived = await readArchive(second.marker, { store });
+  assert.equal(archived.archives, 2);
+  assert.equal(JSON.stringify(archived.messages), JSON.stringify([{ ...whole, parts: whole.parts.slice(0, at) }]), "the pieces joined back");
+  // the full history again: both compactions re-applied without a summary, byte for byte
+  const never = () => { throw new Error("not called"); };
+  const again = await compact(uiAgent(18), base(store, { keepRecentTurns: 1000, summarize: never }));
+  assert.equal(again.report.outcome, "reapplied");
+  assert.equal(JSON.stringify(again.messages), JSON.stringify(second.messages));
+});
+
 test("bad options are ContextKeeperErrors naming the option", async () => {
   const store = new MemoryStore();
   const cases = [

@@ -618,3 +618,35 @@ test("Claude with tools: Anthropic's tool use system prompt, by model and tool c
   assert.equal(count.system, 3 + referenceCount("system") + referenceCount("Be brief."));
   assert.equal(count.tools, referenceCount(JSON.stringify([{ name: "read_file", description: "Read a file", input_schema: tools[0].input_schema }])) + 313);
 });
+
+test("Anthropic's compaction block: what precedes it in the request counts nothing", () => {
+  const long = "the earlier work, read in full ".repeat(200);
+  const block = { role: "assistant", content: [{ type: "text", text: long }, { type: "compaction", content: "Summary: the work so far." }, { type: "text", text: "Carrying on." }] };
+  const request = { model: "claude-sonnet-4", system: "You are terse.", messages: [{ role: "user", content: long }, block, { role: "user", content: "next" }] };
+  const counted = countMessages(request);
+  assert.equal(counted.format, "anthropic");
+  assert.equal(counted.perMessage[0], 0);
+  const alone = countMessages({ ...request, messages: [{ role: "assistant", content: block.content.slice(1) }, request.messages[2]] });
+  assert.deepEqual(counted.perMessage.slice(1), alone.perMessage);
+  assert.equal(counted.total, alone.total);
+  assert.deepEqual(counted.byKind, alone.byKind);
+  assert.equal(kindsTotal(counted.byKind), counted.total);
+  assert.ok(counted.system > 0, "the system prompt is not a message block: it stays");
+  // a failed compaction (`content: null`) is a no-op for the API
+  const failed = { ...request, messages: [request.messages[0], { role: "assistant", content: [{ type: "compaction", content: null }] }, request.messages[2]] };
+  assert.ok(countMessages(failed).perMessage[0] > 1000);
+  // isWithinLimit agrees
+  assert.equal(isWithinLimit(request, counted.total), counted.total);
+});
+
+test("OpenAI's Responses compaction item is read, kept and counted as opaque state", () => {
+  const item = { type: "compaction", id: "cmp_1", encrypted_content: "gAAAA".repeat(100) };
+  const messages = [{ role: "user", content: "first request" }, item, { role: "user", content: "next" }];
+  const counted = countMessages(messages, { model: "gpt-4o" });
+  assert.equal(counted.format, "openai");
+  assert.equal(counted.perMessage.length, 3);
+  assert.equal(counted.byKind.reasoning, 125, "a quarter of its characters");
+  assert.equal(counted.exact, false);
+  assert.ok(counted.perMessage[0] > 0, "nothing before it is dropped");
+  assert.throws(() => countMessages([{ type: "compaction" }]), (err) => err instanceof ContextKeeperError && /encrypted_content/.test(err.message));
+});

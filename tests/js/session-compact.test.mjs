@@ -88,6 +88,7 @@ async function replay(format) {
   const store = new MemoryStore();
   const { summarize, calls } = scriptedSummarizer({ failAt: 2 });
   let sent = withList(session, []);
+  let history = withList(session, []); // the whole history so far, never compacted
   const seen = []; // per turn: the JSON of what the model sees
   const states = []; // per turn: the session state stored after it
   const compactedAt = new Set();
@@ -96,6 +97,7 @@ async function replay(format) {
   let highest = 0;
   for (const [k, turn] of turns.entries()) {
     sent = advance(sent, turn);
+    history = advance(history, turn);
     const before = countMessages(activeMessages(sent), { model }).total;
     if (before > THRESHOLD) {
       const input = sent;
@@ -113,20 +115,12 @@ async function replay(format) {
         ({ messages, marker, report } = await compact(input, { ...options, store, summarize }));
         assert.equal(report.outcome, "compacted", `turn ${k}: the call after a failure succeeds`);
       }
-      if (report.outcome === "compacted") {
-        await checkCompaction({ k, input, messages, marker, report });
-        markers.push({ k, marker, report });
-        compactedAt.add(k);
-        sent = messages;
-      } else {
-        // only a UIMessage conversation cannot be cut: compaction cuts between messages, and
-        // all the steps of a request are one assistant message (kept: the request in
-        // progress). So the UIMessage replay goes over the window in the longest tasks.
-        assert.equal(format, "ui", `turn ${k}: ${report.outcome} ${report.reason}`);
-        assert.equal(report.outcome, "unchanged");
-        assert.match(report.reason, /nothing to compact/);
-        assert.equal(messages, input);
-      }
+      // every format can be cut: a UIMessage at a step when the kept turns start inside it
+      assert.equal(report.outcome, "compacted", `turn ${k}: ${report.outcome} ${report.reason}`);
+      await checkCompaction({ k, input, messages, marker, report });
+      markers.push({ k, marker, report });
+      compactedAt.add(k);
+      sent = messages;
     }
     const tokens = countMessages(sent, { model }).total;
     highest = Math.max(highest, tokens);
@@ -167,25 +161,45 @@ async function replay(format) {
       assert.equal(at, head, where);
       list.slice(0, head).forEach((m, i) => assert.equal(m, source[i], `${where}: head message ${i}`));
     }
-    // the recent turns: the caller's own objects, in order, byte for byte the source's
-    const recent = list.slice(at + 1);
+    // the recent turns: the caller's own objects, in order, byte for byte the source's; when
+    // the cut fell at a step of a UIMessage, the first is the rest of that message
+    let recent = list.slice(at + 1);
     assert.ok(recent.length > 0, where);
+    const cut = report.span.toPart;
+    let tail = null;
+    if (cut !== undefined) {
+      assert.equal(format, "ui", `${where}: only a UIMessage is cut at a step`);
+      [tail, ...recent] = recent;
+      const whole = inList[report.span.to];
+      assert.equal(whole.parts[cut].type, "step-start", `${where}: the cut is at a step`);
+      assert.equal(JSON.stringify(tail), JSON.stringify({ ...whole, parts: whole.parts.slice(cut) }), `${where}: the rest of the message, byte for byte`);
+      assert.equal(inList.length - recent.length - 1, report.span.to, where);
+    }
     assert.deepEqual(recent, inList.slice(inList.length - recent.length), where);
     recent.forEach((m, i) => {
       assert.equal(m, inList[inList.length - recent.length + i], `${where}: recent message ${i} is the caller's object`);
-      assert.equal(JSON.stringify(m), twin.get(m), `${where}: recent message ${i} is the source's, byte for byte`);
+      assert.equal(JSON.stringify(m), sourceJson(m), `${where}: recent message ${i} is the source's, byte for byte`);
     });
-    const assistants = recent.filter((m) => m.role === "assistant").length;
-    assert.ok(assistants >= keepRecentTurns, `${where}: ${assistants} assistant messages kept`);
-    // the archives: exactly the source messages between the head and the recent turns
+    if (tail) assert.equal(JSON.stringify(tail), sourceJson(tail), `${where}: the rest is the source's, byte for byte`);
+    const kept = [tail, ...recent].filter((m) => m?.role === "assistant");
+    const turnsKept = format === "ui" ? kept.flatMap((m) => m.parts).filter((p) => p.type === "step-start").length : kept.length;
+    assert.ok(turnsKept >= keepRecentTurns, `${where}: ${turnsKept} turns kept`);
+    // the archives: exactly the source messages between the head and the recent turns (and
+    // the first parts of the message cut at a step)
     const archived = await readArchive(marker, { store });
-    const firstRecent = source.indexOf(recent[0]);
-    const replaced = firstRecent >= 0 ? firstRecent : source.findIndex((m) => m.id === recent[0].id);
-    assert.ok(replaced > head, where);
+    const firstRecent = source.indexOf((tail ?? recent[0]));
+    const replaced = firstRecent >= 0 ? firstRecent : source.findIndex((m) => m.id === (tail ?? recent[0]).id);
+    assert.ok(replaced > head || tail, where);
     assert.equal(archived.archives, marker.number, `${where}: the chain back to the first`);
     assert.equal(archived.messages.length, marker.archivedMessages, where);
-    assert.equal(archived.messages.length, replaced - head, where);
-    assert.equal(JSON.stringify(archived.messages), JSON.stringify(listOf(pristine).slice(head, replaced)), `${where}: the archive is the originals`);
+    const originals = listOf(pristine).slice(head, replaced);
+    if (tail) {
+      const now = listOf(history).find((m) => m.id === tail.id);
+      const original = JSON.parse(twin.get(now));
+      originals.push({ ...original, parts: original.parts.slice(0, now.parts.length - tail.parts.length) });
+    }
+    assert.equal(archived.messages.length, originals.length, where);
+    assert.equal(JSON.stringify(archived.messages), JSON.stringify(originals), `${where}: the archive is the originals`);
     // the summary: the previous one folded in; the pinned facts are what it lost
     const request = calls.at(-1);
     assert.equal(request.previousSummary, markers.at(-1)?.marker.summary ?? null, where);
@@ -200,6 +214,18 @@ async function replay(format) {
     assert.equal(back.report.outcome, "unchanged", `${where}: ${back.report.reason}`);
     assert.equal(back.messages, messages, where);
     assert.deepEqual(back.marker, marker, where);
+  }
+
+  /**
+   * The source's JSON of a message the host holds: its pristine twin, or for the rest of a
+   * UIMessage cut at a step (a new object, grown by the steps after the cut), the same message
+   * of the whole history with only its last parts.
+   */
+  function sourceJson(m) {
+    if (twin.has(m)) return twin.get(m);
+    const now = listOf(history).find((w) => w.id === m.id);
+    const original = JSON.parse(twin.get(now));
+    return JSON.stringify({ ...original, parts: original.parts.slice(now.parts.length - m.parts.length) });
   }
 
   /** What the scripted summarizer returned for `request` (it is deterministic). */
@@ -226,7 +252,8 @@ async function replay(format) {
     const [got, given] = [listOf(view.messages), listOf(full)];
     const kept = got.length - got.findLastIndex((m) => !given.includes(m)) - 1;
     got.slice(got.length - kept).forEach((m, i) => assert.equal(m, given[given.length - kept + i], `${format} turn ${k}: the caller's objects`));
-    if (states[k] !== undefined) assert.ok(kept < got.length && kept >= 1, `${format} turn ${k}: ${kept} messages after the marker`);
+    // (the rest of a UIMessage cut at a step is not the caller's object: it may be all that follows)
+    if (states[k] !== undefined) assert.ok(kept < got.length && kept >= (format === "ui" ? 0 : 1), `${format} turn ${k}: ${kept} messages after the marker`);
     if (compactedAt.has(k)) {
       // and compact as pass 1 called it: the stored compaction, nothing more to summarize
       const again = await compact(full, { ...options, store: store2, summarize: never });
@@ -249,6 +276,6 @@ for (const format of Object.keys(FORMATS)) {
     assert.deepEqual(markers.map((m) => m.marker.number), markers.map((_, i) => i + 1));
     assert.equal(failures, 1, "the failing summary came at the second compaction");
     assert.ok(markers.some((m) => m.report.pinned.length > 0), "fact pinning added details");
-    if (format !== "ui") assert.ok(highest <= WINDOW, `${format}: the model saw ${highest} tokens`);
+    assert.ok(highest <= WINDOW, `${format}: the model saw ${highest} tokens`);
   });
 }

@@ -6,16 +6,18 @@
 // AI SDK UIMessage conversation the whole of an agent's work on one request is one assistant
 // message, a `step-start` part before each step: there a turn is a step, and the replay hands
 // the host the conversation with that message cut after the step (as `useChat` holds it while
-// the agent runs), so every prefix ends after a complete tool exchange.
+// the agent runs), so every prefix ends after a complete tool exchange. Compaction may cut
+// that message at a step: a host that keeps what `compact` returned then holds the rest of
+// it, and appends each new step's parts to that.
 
 /** Per format: the counting model, and the compaction options that differ. */
 export const FORMATS = {
   openai: { model: "gpt-4o", keepRecentTurns: 4 },
   anthropic: { model: "claude-sonnet-4", keepRecentTurns: 4 },
   aisdk: { model: "claude-sonnet-4", keepRecentTurns: 4 },
-  // NOTE: an assistant UIMessage holds every step of a request, and compaction cuts between
-  // messages: keeping one (the request in progress) is keeping the current task.
-  ui: { model: "claude-sonnet-4", keepRecentTurns: 1 },
+  // NOTE: an assistant UIMessage holds every step of a request; each step is a turn, and
+  // compaction cuts at a step when the turns kept start inside the message.
+  ui: { model: "claude-sonnet-4", keepRecentTurns: 4 },
 };
 
 /** The model's window for the replay, and the count of what it sees that triggers compaction. */
@@ -34,7 +36,8 @@ export const withList = (conversation, messages) => (Array.isArray(conversation)
  * in, given as an edit of the list before it: `{ drop, add }` (drop that many messages off the
  * end, then append `add`). For the model-message formats `drop` is 0: the turn's user
  * messages, the assistant message and its tool results are appended. For UIMessages the
- * growing assistant message is replaced by the same message cut after one more step.
+ * growing assistant message is replaced by the same message cut after one more step; `step`
+ * holds that step's parts (what a host holding the rest of a cut message appends).
  */
 export function turnsOf(format, session) {
   const messages = listOf(session);
@@ -50,7 +53,7 @@ export function turnsOf(format, session) {
       starts.forEach((at, k) => {
         const end = starts[k + 1] ?? message.parts.length;
         const cut = { ...message, parts: message.parts.slice(0, end) };
-        turns.push(k === 0 ? { drop: 0, add: [...pending, cut] } : { drop: 1, add: [cut] });
+        turns.push(k === 0 ? { drop: 0, add: [...pending, cut] } : { drop: 1, add: [cut], step: message.parts.slice(at, end) });
       });
       pending = [];
     }
@@ -79,9 +82,18 @@ export function turnsOf(format, session) {
   return turns;
 }
 
-/** The history after `turn`, from the history before it. */
+/**
+ * The history after `turn`, from the history before it. When the last message is the rest of
+ * the growing UIMessage that a compaction cut at a step (same id, fewer parts than the source
+ * held before this step), the step's parts are appended to it instead.
+ */
 export function advance(conversation, turn) {
   const list = listOf(conversation);
+  const last = list[list.length - 1];
+  const [grown] = turn.add;
+  if (turn.step && last?.id === grown.id && last.parts.length + turn.step.length < grown.parts.length) {
+    return withList(conversation, list.slice(0, -1).concat([{ ...last, parts: [...last.parts, ...turn.step] }]));
+  }
   return withList(conversation, list.slice(0, list.length - turn.drop).concat(turn.add));
 }
 

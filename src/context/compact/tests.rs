@@ -433,7 +433,10 @@ fn provider_native_compaction_starts_the_span_after_it() {
         .unwrap()
         .summarized("s");
     let span = out.report.span.unwrap();
-    assert_eq!((span.from, span.to), (2, 4));
+    // read as Anthropic (its `compaction` block says so): the marker, a user message, cannot
+    // come before the user's "z", so the cut moves to the assistant's "w"
+    assert_eq!(out.conversation.format(), Format::Anthropic);
+    assert_eq!((span.from, span.to), (2, 5));
     assert!(is_native_marker(&out.conversation.messages()[1]));
 }
 
@@ -577,4 +580,253 @@ fn a_later_anthropic_compaction_after_blocks_keeps_the_roles_alternating() {
     assert_eq!(second.report.outcome, CompactOutcome::Compacted);
     let problems = validate_conversation(&second.conversation, &options_same);
     assert!(problems.is_empty(), "{problems:?}");
+}
+
+#[test]
+fn an_openai_compaction_item_is_read_kept_verbatim_and_never_summarized() {
+    let item = json!({"type": "compaction", "id": "cmp_68f", "encrypted_content": "gAAAAABo".repeat(40), "created_by": "server"});
+    let mut list = vec![
+        json!({"role": "user", "content": "Fix the failing test in src/export/csv.rs."}),
+        item.clone(),
+    ];
+    let Value::Array(rest) = run(12) else {
+        unreachable!()
+    };
+    list.extend(rest.into_iter().skip(2));
+    let input = Value::Array(list);
+    let conv = read(&input);
+    assert_eq!(conv.format(), Format::OpenAi);
+    assert!(validate_conversation(&conv, &MessagesOptions::default()).is_empty());
+    assert!(is_native_marker(&conv.messages()[1]));
+    assert_eq!(conv.messages()[1].to_value(), item, "read verbatim");
+    let out = compacted(&input, SessionState::default());
+    let span = out.report.span.unwrap();
+    // nothing before it is summarized again: the span starts after it, and it stays
+    assert_eq!(span.from, 2);
+    let messages = out.conversation.to_value();
+    assert_eq!(messages[1], item);
+    assert!(messages[2]["content"]
+        .as_str()
+        .unwrap()
+        .starts_with(crate::messages::COMPACTION_TAG));
+    // a bad item is a typed error naming its field; another role-less item is still one
+    for (bad, path) in [
+        (
+            json!({"type": "compaction"}),
+            "messages[0].encrypted_content",
+        ),
+        (
+            json!({"type": "compaction", "encrypted_content": 7}),
+            "messages[0].encrypted_content",
+        ),
+        (
+            json!({"type": "compaction", "encrypted_content": "x", "id": 1}),
+            "messages[0].id",
+        ),
+        (
+            json!({"type": "reasoning", "summary": []}),
+            "messages[0].role",
+        ),
+    ] {
+        let err = parse_messages(
+            &json!([bad]),
+            &MessagesOptions {
+                format: Some(Format::OpenAi),
+                allow_pending_calls: false,
+            },
+        )
+        .unwrap_err();
+        assert_eq!(err.path, path, "{bad}");
+    }
+}
+
+/// A `useChat` history: the request, then one assistant `UIMessage` holding `steps` steps
+/// (each a `step-start`, a text and a `bash` tool part with its output).
+fn ui_run(steps: usize) -> Value {
+    let mut parts = Vec::new();
+    for t in 0..steps {
+        parts.push(json!({"type": "step-start"}));
+        parts.push(json!({"type": "text", "text": format!("Step {t}: reading src/export/csv.rs")}));
+        parts.push(json!({"type": "tool-bash", "toolCallId": format!("call_{t}"), "state": "output-available",
+            "input": {"command": format!("sed -n {t},+40p src/export/csv.rs")},
+            "output": format!("line {t}\n{}", "fn export_row(amount: i64) -> String { todo!() }\n".repeat(30))}));
+    }
+    json!([
+        {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Fix the failing test in src/export/csv.rs."}]},
+        {"id": "a1", "role": "assistant", "metadata": {"model": "m"}, "parts": parts}
+    ])
+}
+
+/// `history` with its last message's parts cut to the first `upto`.
+fn ui_upto(history: &Value, upto: usize) -> Value {
+    let mut out = history.clone();
+    let last = out.as_array_mut().unwrap().last_mut().unwrap();
+    let parts: Vec<Value> = last["parts"].as_array().unwrap()[..upto].to_vec();
+    last["parts"] = Value::Array(parts);
+    out
+}
+
+#[test]
+fn a_ui_message_is_cut_at_a_step_and_the_rest_stays_byte_identical() {
+    let full = ui_run(10);
+    let source = full[1]["parts"].as_array().unwrap().clone();
+    let state = SessionState::default();
+    let p = plan(read(&full), &options(), state, &mut Counter::new()).unwrap();
+    assert!(p.has_work(), "{:?}", p.reason);
+    let saves = p.saves().to_vec();
+    let out = p.summarized(SUMMARY);
+    assert_eq!(out.report.outcome, CompactOutcome::Compacted);
+    // the last 3 steps (keepRecentTurns 3) stay: the cut is before the 8th step-start
+    let span = out.report.span.unwrap();
+    assert_eq!((span.from, span.to, span.to_part), (1, 1, Some(21)));
+    let messages = out.conversation.to_value();
+    assert_eq!(messages.as_array().unwrap().len(), 3);
+    assert_eq!(messages[0], full[0]);
+    assert!(marker_of(&out.conversation.messages()[1]).is_some());
+    // the rest of the message: its own object minus the archived parts, byte for byte
+    let mut rest = full[1].clone();
+    rest["parts"] = Value::Array(source[21..].to_vec());
+    assert_eq!(messages[2], rest);
+    assert_eq!(messages[2].to_string(), rest.to_string());
+    assert_eq!(out.origin, vec![Some(0), None, None]);
+    assert!(validate_conversation(&out.conversation, &MessagesOptions::default()).is_empty());
+    // the archive holds the steps replaced, as the first parts of the same message
+    let record = read_archive(&saves[0].bytes).unwrap();
+    let mut archived = full[1].clone();
+    archived["parts"] = Value::Array(source[..21].to_vec());
+    assert_eq!(record.messages, vec![archived]);
+    assert!(!record.continues);
+    let marker = out.marker.unwrap();
+    assert_eq!(marker.archived_messages, 1);
+    // the count went down, and the marker says by how much
+    assert!(marker.tokens_after < marker.tokens_before);
+    let recount = Counter::new()
+        .count(&out.conversation, &options().count_options(Format::AiSdk))
+        .unwrap()
+        .total;
+    assert!(
+        recount.abs_diff(marker.tokens_after) <= 2,
+        "{recount} {marker:?}"
+    );
+    // the output comes back: recognised, nothing to do
+    let state = out.state.unwrap();
+    let back = plan(
+        read(&messages),
+        &options(),
+        state.clone(),
+        &mut Counter::new(),
+    )
+    .unwrap();
+    assert!(!back.has_work());
+    // the full history, grown by two steps: the compaction re-applied without a summary,
+    // byte for byte what a host keeping the output holds once it appends the same steps
+    let grown = ui_run(12);
+    let again = plan(
+        read(&grown),
+        &CompactOptions {
+            keep_recent_turns: Some(1_000),
+            ..options()
+        },
+        state,
+        &mut Counter::new(),
+    )
+    .unwrap();
+    assert!(!again.has_work());
+    let again = again.finish(&[], SummaryOutcome::NotCalled, None);
+    assert_eq!(again.report.outcome, CompactOutcome::Reapplied);
+    let mut kept = messages.clone();
+    let tail = kept[2]["parts"].as_array_mut().unwrap();
+    tail.extend(grown[1]["parts"].as_array().unwrap()[30..].iter().cloned());
+    assert_eq!(again.conversation.to_value().to_string(), kept.to_string());
+    assert_eq!(again.origin, vec![Some(0), None, None]);
+}
+
+#[test]
+fn stacked_step_cuts_in_one_ui_message_reapply_and_archive_the_pieces_in_order() {
+    let full = ui_run(16);
+    let source = full[1]["parts"].as_array().unwrap().clone();
+    // the first compaction after 10 steps
+    let first = compacted(&ui_upto(&full, 30), SessionState::default());
+    let state = first.state.clone().unwrap();
+    assert_eq!(first.report.span.unwrap().to_part, Some(21));
+    // the host keeps the output and appends six more steps to the rest of the message
+    let mut sent = first.conversation.to_value();
+    sent[2]["parts"]
+        .as_array_mut()
+        .unwrap()
+        .extend(source[30..].iter().cloned());
+    let p = plan(read(&sent), &options(), state, &mut Counter::new()).unwrap();
+    assert!(p.has_work(), "{:?}", p.reason);
+    let saves = p.saves().to_vec();
+    let second = p.summarized("Intent: fix the test. State: steps 0 to 12 done.");
+    assert_eq!(second.report.outcome, CompactOutcome::Compacted);
+    // the cut falls inside the rest again: parts 21..39 of the message are the new span
+    let span = second.report.span.unwrap();
+    assert_eq!((span.from, span.to, span.to_part), (1, 2, Some(18)));
+    let record = read_archive(&saves[0].bytes).unwrap();
+    assert!(record.continues);
+    let mut piece = full[1].clone();
+    piece["parts"] = Value::Array(source[21..39].to_vec());
+    assert_eq!(record.messages, vec![piece]);
+    let marker = second.marker.clone().unwrap();
+    assert_eq!(marker.archived_messages, 1, "the same message, continued");
+    let out = second.conversation.to_value();
+    let mut rest = full[1].clone();
+    rest["parts"] = Value::Array(source[39..].to_vec());
+    assert_eq!(out[2], rest);
+    // the full history with the state: the second compaction re-applied, byte for byte
+    let state = second.state.unwrap();
+    assert_eq!(
+        state.compactions.last().unwrap().cuts,
+        vec![[1, 21], [1, 39]]
+    );
+    let again = plan(
+        read(&full),
+        &CompactOptions {
+            keep_recent_turns: Some(1_000),
+            ..options()
+        },
+        state,
+        &mut Counter::new(),
+    )
+    .unwrap()
+    .finish(&[], SummaryOutcome::NotCalled, None);
+    assert_eq!(again.report.outcome, CompactOutcome::Reapplied);
+    assert_eq!(again.report.reapplied, Some(2));
+    assert_eq!(again.conversation.to_value().to_string(), out.to_string());
+}
+
+#[test]
+fn a_token_budget_cuts_a_ui_message_at_a_step_within_it() {
+    let full = ui_run(10);
+    let o = CompactOptions {
+        keep_recent_turns: None,
+        keep_recent_tokens: Some(2_000),
+        ..options()
+    };
+    let out = plan(
+        read(&full),
+        &o,
+        SessionState::default(),
+        &mut Counter::new(),
+    )
+    .unwrap()
+    .summarized(SUMMARY);
+    assert_eq!(out.report.outcome, CompactOutcome::Compacted);
+    let span = out.report.span.unwrap();
+    let part = span.to_part.unwrap();
+    assert_eq!(span.to, 1);
+    assert_eq!(full[1]["parts"][part]["type"], "step-start");
+    let kept = &out.conversation.messages()[2];
+    let tokens = single_count(
+        kept,
+        &out.conversation,
+        &o,
+        &Measure::for_model(Some("gpt-4o")),
+    );
+    assert!(tokens <= 2_000, "{tokens}");
+    assert!(
+        part < 27,
+        "at least two steps kept (a step counts about 450 tokens)"
+    );
 }
