@@ -1059,12 +1059,22 @@ fn the_keeper_survives_every_fault_schedule() {
         }
         Ok(())
     });
-    eprintln!(
-        "keeper_faults: {} of {cases} sessions passed, {} prepares, seed {seed}, {:.1} s",
-        sessions.get(),
-        prepares.get(),
-        started.elapsed().as_secs_f64()
-    );
+    // NOTE: the runner replays the seeds of tests/keeper_faults.proptest-regressions before the
+    // `cases` new ones, and on a failure runs the shrunk cases too: the closure's runs are not
+    // the sessions generated.
+    let runs = sessions.get();
+    match &result {
+        Ok(()) => eprintln!(
+            "keeper_faults: all {cases} sessions passed (and {} replayed from the regressions file), {} prepares, seed {seed}, {:.1} s",
+            runs.saturating_sub(cases as usize),
+            prepares.get(),
+            started.elapsed().as_secs_f64()
+        ),
+        Err(_) => eprintln!(
+            "keeper_faults: failed after {runs} session runs (replays and shrinking included), seed {seed}, {:.1} s",
+            started.elapsed().as_secs_f64()
+        ),
+    }
     for (what, n) in seen.borrow().iter() {
         eprintln!("  {what}: {n}");
     }
