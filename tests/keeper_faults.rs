@@ -12,6 +12,10 @@
 //! - nothing is lost: every text of the input is in the output, in a save the schedule
 //!   confirmed, or in a part the report names as pruned or evicted (the host's history and the
 //!   written file keep those);
+//! - the first user request (the task) is in the output byte for byte, unless it alone counts
+//!   over a quarter of the window (DESIGN.md, Compact: then it is summarized, and its text is
+//!   in the archive like the rest of the span); a report that says it was summarized says so of
+//!   such a request only;
 //! - the output is within the budget, or the report says why not;
 //! - the same input, state and schedule give the same output, byte for byte.
 //!
@@ -31,8 +35,8 @@ use context_keeper::context::state::SessionState;
 use context_keeper::context::{Original, Outcome};
 use context_keeper::counting::{count_conversation, CountCache, CountMessagesOptions, Counter};
 use context_keeper::messages::{
-    is_native_compaction, parse_messages, validate_conversation, Conversation, Format,
-    MessagesOptions, PartKind, COMPACTION_TAG,
+    is_native_compaction, parse_messages, validate_conversation, Conversation, Format, Message,
+    MessagesOptions, PartKind, Role, COMPACTION_TAG,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, RngAlgorithm, TestRng, TestRunner};
@@ -827,6 +831,8 @@ fn check(
             text.chars().count()
         ));
     }
+    // the task stays
+    first_request(dialect, input, out, options)?;
     // within the budget, or a reason
     if report.managed {
         let budget = report.budget.ok_or("a managed report without its budget")?;
@@ -857,6 +863,83 @@ fn check(
         }
     } else if report.reason.is_none() {
         return Err("unmanaged with no reason".into());
+    }
+    Ok(())
+}
+
+/// The first text of the first message after the leading system messages, when that message
+/// is a user's request (no tool results, not a marker): its index and text.
+fn task_of(messages: &[Message]) -> Option<(usize, &str)> {
+    let at = messages
+        .iter()
+        .take_while(|m| m.role() == Role::System)
+        .count();
+    let first = messages.get(at).filter(|m| m.role() == Role::User)?;
+    if first
+        .parts()
+        .iter()
+        .any(|p| p.kind() == PartKind::ToolResult)
+    {
+        return None;
+    }
+    let text = first
+        .parts()
+        .first()
+        .filter(|p| p.kind() == PartKind::Text)
+        .and_then(|p| p.text())?;
+    (!text.starts_with(COMPACTION_TAG)).then_some((at, text))
+}
+
+/// DESIGN.md (Compact): "the system prompt and the first user message (what the agent was asked
+/// to do) are kept verbatim ahead of the summary, unless that message alone is over a quarter
+/// of the window; then it is summarized". So the input's first request is the output's, byte
+/// for byte (the first text of the first message after the system prompt; in Anthropic's
+/// format the marker may follow it in the same message), unless it counts over a quarter of the
+/// window; and a report that says it was summarized says so of such a request only.
+fn first_request(
+    dialect: Dialect,
+    input: &Conversation,
+    out: &Prepared,
+    options: &KeeperOptions,
+) -> Result<(), String> {
+    let Some((at, task)) = task_of(input.messages()) else {
+        return Ok(());
+    };
+    let verbatim = task_of(out.conversation.messages()).is_some_and(|(_, t)| t == task);
+    let summarized = out
+        .report
+        .compaction
+        .as_ref()
+        .is_some_and(|c| c.first_request_summarized);
+    if verbatim && !summarized {
+        return Ok(());
+    }
+    let window = out
+        .report
+        .budget
+        .map(|b| b.window)
+        .ok_or("the first request changed with no budget")?;
+    let count = count_conversation(
+        input,
+        &CountMessagesOptions {
+            model: options.model.clone(),
+            format: Some(dialect.format()),
+            ..CountMessagesOptions::default()
+        },
+        &mut CountCache::new(64),
+    )
+    .map_err(|e| format!("the input cannot be counted: {e}"))?;
+    let tokens = count.per_message.get(at).copied().unwrap_or(0);
+    if tokens.saturating_mul(4) <= window {
+        let shown: String = task.chars().take(80).collect();
+        return Err(format!(
+            "the first request {shown:?} ({tokens} tokens, not over a quarter of the {window}-token window) is {}",
+            if verbatim {
+                "reported summarized"
+            } else {
+                "not in the output verbatim"
+            }
+        ));
     }
     Ok(())
 }
@@ -903,6 +986,9 @@ fn tally(seen: &mut Tally, out: &Prepared, dialect: Dialect) {
     bump(format!("fits {}", r.fits));
     if let Some(c) = &r.compaction {
         bump(format!("compaction {:?}", c.outcome));
+        if c.first_request_summarized {
+            bump("first request summarized".into());
+        }
     }
     if let Some(f) = &r.flush {
         bump(format!("flush failed {}", f.failure.is_some()));
