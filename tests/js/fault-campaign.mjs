@@ -7,7 +7,7 @@
 //
 // The checks (`checkPrepared`), on each prepare that resolved:
 // - the input is untouched, and the output is valid (the package's validator);
-// - within the budget, or the report says why not;
+// - within the budget, or the report says why not, its figure the output's own count;
 // - every offload pointer in the output reads back through `readOffloaded` from the real store,
 //   equal to the original result, and every compaction marker's archives through `readArchive`;
 // - nothing is lost: every text of the input that is not in the output is in what those reads
@@ -304,6 +304,9 @@ export async function checkPrepared(ctx) {
   if (report.managed) {
     ok(report.fits === report.tokensAfter <= budget.compactAt, `${where}: fits is ${report.fits} with ${report.tokensAfter} tokens for ${budget.compactAt}`);
     if (!report.fits) ok(typeof report.overBudget === "string" && report.overBudget.length > 0, `${where}: over the budget with no reason`);
+    // the figure is the output's own count (no calibration is recorded in the campaign)
+    const counted = ck.countMessages(messages, { model, format }).total;
+    ok(counted === report.tokensAfter, `${where}: tokensAfter is ${report.tokensAfter}, the output counts ${counted}`);
   }
   const inList = listOf(input);
   const outList = listOf(messages);
