@@ -34,25 +34,10 @@ use context_keeper::messages::{
     parse_messages, validate_conversation, Conversation, Format, MessagesOptions, PartKind,
 };
 use proptest::prelude::*;
-use serde_json::{json, Value};
+use serde_json::Value;
 
-#[derive(Clone, Debug)]
-struct Call {
-    tool: &'static str,
-    path: String,
-    body: String,
-    result: String,
-    image: bool,
-}
-
-#[derive(Clone, Debug)]
-enum Step {
-    User(String),
-    Exchange {
-        thinking: Option<String>,
-        calls: Vec<Call>,
-    },
-}
+mod common;
+use common::{Conv, Dialect, Step, ToolCall};
 
 fn word() -> impl Strategy<Value = String> {
     "[a-z0-9éü東🙂 _./-]{1,12}"
@@ -68,7 +53,7 @@ fn result_text() -> impl Strategy<Value = String> {
     ]
 }
 
-fn call() -> impl Strategy<Value = Call> {
+fn call() -> impl Strategy<Value = ToolCall> {
     (
         prop_oneof![
             Just("bash"),
@@ -84,12 +69,13 @@ fn call() -> impl Strategy<Value = Call> {
         result_text(),
         any::<bool>(),
     )
-        .prop_map(|(tool, path, body, result, image)| Call {
+        .prop_map(|(tool, path, body, result, image)| ToolCall {
             tool,
             path,
             body,
             result,
             image,
+            error: false,
         })
 }
 
@@ -98,98 +84,38 @@ fn steps() -> impl Strategy<Value = Vec<Step>> {
         proptest::option::of(word()),
         prop::collection::vec(call(), 1..3),
     )
-        .prop_map(|(thinking, calls)| Step::Exchange { thinking, calls });
+        // NOTE: the thinking is also the assistant's text beside the calls (OpenAI's `content`).
+        .prop_map(|(thinking, calls)| Step::Exchange {
+            text: thinking.clone(),
+            thinking,
+            calls,
+        });
     (
         word(),
         prop::collection::vec(
-            prop_oneof![1 => word().prop_map(Step::User), 4 => exchange],
+            prop_oneof![1 => word().prop_map(user), 4 => exchange],
             1..14,
         ),
     )
-        .prop_map(|(first, rest)| std::iter::once(Step::User(first)).chain(rest).collect())
+        .prop_map(|(first, rest)| std::iter::once(user(first)).chain(rest).collect())
 }
 
-fn input_of(call: &Call) -> Value {
-    let field = if call.tool == "edit_file" {
-        "new_string"
-    } else {
-        "content"
-    };
-    json!({ "path": call.path, field: call.body, "mode": "w" })
+fn user(text: String) -> Step {
+    Step::User { text, image: false }
 }
 
+/// The steps as a host in `format` would hand them over (the AI SDK's as ModelMessages).
 fn render(format: Format, steps: &[Step]) -> Value {
-    let mut out = Vec::new();
-    let mut n = 0;
-    for step in steps {
-        match step {
-            Step::User(text) => out.push(json!({"role": "user", "content": text})),
-            Step::Exchange { thinking, calls } => {
-                let ids: Vec<String> = calls
-                    .iter()
-                    .map(|_| {
-                        n += 1;
-                        format!("call_{n}")
-                    })
-                    .collect();
-                let image = json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}});
-                match format {
-                    Format::OpenAi => {
-                        let tool_calls: Vec<Value> = calls
-                            .iter()
-                            .zip(&ids)
-                            .map(|(c, id)| {
-                                json!({
-                            "id": id, "type": "function",
-                            "function": {"name": c.tool, "arguments": input_of(c).to_string()}})
-                            })
-                            .collect();
-                        out.push(json!({"role": "assistant", "content": thinking, "tool_calls": tool_calls}));
-                        for (c, id) in calls.iter().zip(&ids) {
-                            out.push(
-                                json!({"role": "tool", "tool_call_id": id, "content": c.result}),
-                            );
-                        }
-                    }
-                    Format::Anthropic => {
-                        let mut blocks = Vec::new();
-                        if let Some(t) = thinking {
-                            blocks.push(json!({"type": "thinking", "thinking": t, "signature": format!("sig-{t}")}));
-                        }
-                        for (c, id) in calls.iter().zip(&ids) {
-                            blocks.push(json!({"type": "tool_use", "id": id, "name": c.tool, "input": input_of(c)}));
-                        }
-                        out.push(json!({"role": "assistant", "content": blocks}));
-                        let results: Vec<Value> = calls.iter().zip(&ids).map(|(c, id)| {
-                            let content = if c.image { json!([{"type": "text", "text": c.result}, image]) } else { json!(c.result) };
-                            json!({"type": "tool_result", "tool_use_id": id, "content": content})
-                        }).collect();
-                        out.push(json!({"role": "user", "content": results}));
-                    }
-                    Format::AiSdk => {
-                        let mut parts = Vec::new();
-                        if let Some(t) = thinking {
-                            parts.push(json!({"type": "reasoning", "text": t, "providerOptions": {"anthropic": {"signature": "s"}}}));
-                        }
-                        for (c, id) in calls.iter().zip(&ids) {
-                            parts.push(json!({"type": "tool-call", "toolCallId": id, "toolName": c.tool, "input": input_of(c)}));
-                        }
-                        out.push(json!({"role": "assistant", "content": parts}));
-                        let results: Vec<Value> = calls.iter().zip(&ids).map(|(c, id)| {
-                            let output = if c.image {
-                                json!({"type": "content", "value": [{"type": "text", "text": c.result}, {"type": "media", "data": "AA", "mediaType": "image/png"}]})
-                            } else {
-                                json!({"type": "text", "value": c.result})
-                            };
-                            json!({"type": "tool-result", "toolCallId": id, "toolName": c.tool, "output": output})
-                        }).collect();
-                        out.push(json!({"role": "tool", "content": results}));
-                    }
-                }
-            }
-        }
-    }
-    Value::Array(out)
+    let dialect = match format {
+        Format::OpenAi => Dialect::OpenAi,
+        Format::Anthropic => Dialect::Anthropic,
+        Format::AiSdk => Dialect::ModelMessage,
+    };
+    common::render(&Conv {
+        dialect,
+        system: None,
+        steps: steps.to_vec(),
+    })
 }
 
 fn read(format: Format, value: &Value) -> Conversation {

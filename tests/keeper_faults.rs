@@ -12,6 +12,10 @@
 //! - nothing is lost: every text of the input is in the output, in a save the schedule
 //!   confirmed, or in a part the report names as pruned or evicted (the host's history and the
 //!   written file keep those);
+//! - the first user request (the task) is in the output byte for byte, unless it alone counts
+//!   over a quarter of the window (DESIGN.md, Compact: then it is summarized, and its text is
+//!   in the archive like the rest of the span); a report that says it was summarized says so of
+//!   such a request only;
 //! - the output is within the budget, or the report says why not;
 //! - the same input, state and schedule give the same output, byte for byte.
 //!
@@ -31,69 +35,18 @@ use context_keeper::context::state::SessionState;
 use context_keeper::context::{Original, Outcome};
 use context_keeper::counting::{count_conversation, CountCache, CountMessagesOptions, Counter};
 use context_keeper::messages::{
-    is_native_compaction, parse_messages, validate_conversation, CompactionMarker, Conversation,
-    Format, MessagesOptions, PartKind, COMPACTION_TAG,
+    is_native_compaction, parse_messages, validate_conversation, Conversation, Format, Message,
+    MessagesOptions, PartKind, Role, COMPACTION_TAG,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, RngAlgorithm, TestRng, TestRunner};
-use serde_json::{json, Value};
+use serde_json::Value;
+
+mod common;
+use common::{push, render, render_from, role_of, Conv, Dialect, Step, ToolCall};
 
 // ---------------------------------------------------------------------------------------------
 // Conversations
-
-/// The four dialects: the three formats, and the AI SDK's UIMessage beside its ModelMessage.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Dialect {
-    OpenAi,
-    Anthropic,
-    ModelMessage,
-    UiMessage,
-}
-
-impl Dialect {
-    fn format(self) -> Format {
-        match self {
-            Dialect::OpenAi => Format::OpenAi,
-            Dialect::Anthropic => Format::Anthropic,
-            Dialect::ModelMessage | Dialect::UiMessage => Format::AiSdk,
-        }
-    }
-}
-
-#[derive(Clone, Debug)]
-struct ToolCall {
-    tool: &'static str,
-    path: String,
-    body: String,
-    result: String,
-    image: bool,
-    error: bool,
-}
-
-#[derive(Clone, Debug)]
-enum Step {
-    User {
-        text: String,
-        image: bool,
-    },
-    Assistant(String),
-    Exchange {
-        thinking: Option<String>,
-        text: Option<String>,
-        calls: Vec<ToolCall>,
-    },
-    /// A provider-native compaction item (where the format has one).
-    Native(String),
-    /// Our own marker, as a previous prepare would have written it.
-    Marker(String),
-}
-
-#[derive(Clone, Debug)]
-struct Conv {
-    dialect: Dialect,
-    system: Option<String>,
-    steps: Vec<Step>,
-}
 
 /// Text with the unicode edge cases: combining marks, ZWJ emoji, surrogate-pair characters,
 /// right-to-left text, a lone BOM, NUL, CR LF, and JSON-escaped characters.
@@ -196,242 +149,6 @@ fn conv() -> impl Strategy<Value = Conv> {
                 steps: std::iter::once(first).chain(rest).collect(),
             }
         })
-}
-
-fn input_of(call: &ToolCall) -> Value {
-    let field = if call.tool == "edit_file" {
-        "new_string"
-    } else {
-        "content"
-    };
-    json!({ "path": call.path, field: call.body, "mode": "w" })
-}
-
-fn marker_text(summary: &str) -> String {
-    CompactionMarker {
-        number: 1,
-        time: Some("2026-01-01T00:00:00Z".into()),
-        archived_messages: 4,
-        tokens_before: 1_000,
-        summary: summary.to_owned(),
-        ..CompactionMarker::default()
-    }
-    .to_text()
-}
-
-const PNG: &str = "iVBORw0KGgo=";
-
-/// Appends a message; in Anthropic's format, where two messages in a row of one role are
-/// invalid, a short turn of the other role goes between them.
-fn push(out: &mut Vec<Value>, d: Dialect, message: Value) {
-    if d == Dialect::Anthropic {
-        let role = role_of(&message).to_owned();
-        let last = out.last().map(|m| role_of(m).to_owned());
-        let filler = match (last.as_deref(), role.as_str()) {
-            (None, "assistant") | (Some("assistant"), "assistant") => Some("user"),
-            (Some("user"), "user") => Some("assistant"),
-            _ => None,
-        };
-        if let Some(filler) = filler {
-            out.push(json!({"role": filler, "content": format!("({filler} goes on)")}));
-        }
-    }
-    out.push(message);
-}
-
-/// The conversation as the host would hand it over, in its dialect.
-fn render(conv: &Conv) -> Value {
-    render_from(conv, 0)
-}
-
-/// [`render`], with step `k` numbered `offset + k` (message and call ids).
-fn render_from(conv: &Conv, offset: usize) -> Value {
-    let mut out = Vec::new();
-    let d = conv.dialect;
-    let text_msg = |role: &str, text: &str, id: usize| -> Value {
-        match d {
-            Dialect::UiMessage => {
-                json!({"id": format!("m{id}"), "role": role, "parts": [{"type": "text", "text": text}]})
-            }
-            Dialect::ModelMessage if role == "assistant" => {
-                json!({"role": role, "content": [{"type": "text", "text": text}]})
-            }
-            _ => json!({"role": role, "content": text}),
-        }
-    };
-    if let (Some(system), false) = (&conv.system, d == Dialect::Anthropic) {
-        push(&mut out, d, text_msg("system", system, 0));
-    }
-    for (k, step) in conv.steps.iter().enumerate() {
-        let id = offset + k + 1;
-        match step {
-            Step::User { text, image } => {
-                if !image {
-                    push(&mut out, d, text_msg("user", text, id));
-                    continue;
-                }
-                push(
-                    &mut out,
-                    d,
-                    match d {
-                        Dialect::OpenAi => json!({"role": "user", "content": [
-                        {"type": "text", "text": text},
-                        {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{PNG}")}}]}),
-                        Dialect::Anthropic => json!({"role": "user", "content": [
-                        {"type": "text", "text": text},
-                        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}]}),
-                        Dialect::ModelMessage => json!({"role": "user", "content": [
-                        {"type": "text", "text": text},
-                        {"type": "image", "image": PNG, "mediaType": "image/png"}]}),
-                        Dialect::UiMessage => {
-                            json!({"id": format!("m{id}"), "role": "user", "parts": [
-                        {"type": "text", "text": text},
-                        {"type": "file", "mediaType": "image/png", "url": format!("data:image/png;base64,{PNG}")}]})
-                        }
-                    },
-                );
-            }
-            Step::Assistant(text) => push(&mut out, d, text_msg("assistant", text, id)),
-            Step::Marker(summary) => {
-                // NOTE: the keeper writes its marker as a user message in every format.
-                push(&mut out, d, text_msg("user", &marker_text(summary), id));
-            }
-            Step::Native(summary) => match d {
-                // Chat Completions has no native compaction item: plain assistant text.
-                Dialect::OpenAi => push(&mut out, d, text_msg("assistant", summary, id)),
-                Dialect::Anthropic => push(
-                    &mut out,
-                    d,
-                    json!({"role": "assistant", "content": [
-                    {"type": "compaction", "content": summary, "encrypted_content": format!("enc-{summary}")}]}),
-                ),
-                Dialect::ModelMessage => push(
-                    &mut out,
-                    d,
-                    json!({"role": "assistant", "content": [
-                    {"type": "text", "text": summary, "providerOptions": {"anthropic": {"type": "compaction"}}}]}),
-                ),
-                Dialect::UiMessage => push(
-                    &mut out,
-                    d,
-                    json!({"id": format!("m{id}"), "role": "assistant", "parts": [
-                    {"type": "text", "text": summary, "providerMetadata": {"anthropic": {"type": "compaction"}}}]}),
-                ),
-            },
-            Step::Exchange {
-                thinking,
-                text,
-                calls,
-            } => {
-                let ids: Vec<String> = calls
-                    .iter()
-                    .enumerate()
-                    .map(|(j, _)| format!("call_{id}_{j}"))
-                    .collect();
-                match d {
-                    Dialect::OpenAi => {
-                        let tool_calls: Vec<Value> = calls
-                            .iter()
-                            .zip(&ids)
-                            .map(|(c, id)| {
-                                json!({
-                            "id": id, "type": "function",
-                            "function": {"name": c.tool, "arguments": input_of(c).to_string()}})
-                            })
-                            .collect();
-                        push(
-                            &mut out,
-                            d,
-                            json!({"role": "assistant", "content": text, "tool_calls": tool_calls}),
-                        );
-                        for (c, id) in calls.iter().zip(&ids) {
-                            push(
-                                &mut out,
-                                d,
-                                json!({"role": "tool", "tool_call_id": id, "content": c.result}),
-                            );
-                        }
-                    }
-                    Dialect::Anthropic => {
-                        let mut blocks = Vec::new();
-                        if let Some(t) = thinking {
-                            blocks.push(json!({"type": "thinking", "thinking": t, "signature": format!("sig-{t}")}));
-                        }
-                        if let Some(t) = text {
-                            blocks.push(json!({"type": "text", "text": t}));
-                        }
-                        for (c, id) in calls.iter().zip(&ids) {
-                            blocks.push(json!({"type": "tool_use", "id": id, "name": c.tool, "input": input_of(c)}));
-                        }
-                        push(&mut out, d, json!({"role": "assistant", "content": blocks}));
-                        let results: Vec<Value> = calls.iter().zip(&ids).map(|(c, id)| {
-                            let content = if c.image {
-                                json!([{"type": "text", "text": c.result},
-                                       {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}}])
-                            } else {
-                                json!(c.result)
-                            };
-                            json!({"type": "tool_result", "tool_use_id": id, "content": content, "is_error": c.error})
-                        }).collect();
-                        push(&mut out, d, json!({"role": "user", "content": results}));
-                    }
-                    Dialect::ModelMessage => {
-                        let mut parts = Vec::new();
-                        if let Some(t) = thinking {
-                            parts.push(json!({"type": "reasoning", "text": t,
-                                "providerOptions": {"anthropic": {"signature": format!("sig-{t}")}}}));
-                        }
-                        if let Some(t) = text {
-                            parts.push(json!({"type": "text", "text": t}));
-                        }
-                        for (c, id) in calls.iter().zip(&ids) {
-                            parts.push(json!({"type": "tool-call", "toolCallId": id, "toolName": c.tool, "input": input_of(c)}));
-                        }
-                        push(&mut out, d, json!({"role": "assistant", "content": parts}));
-                        let results: Vec<Value> = calls.iter().zip(&ids).map(|(c, id)| {
-                            let output = match (c.image, c.error) {
-                                (true, _) => json!({"type": "content", "value": [
-                                    {"type": "text", "text": c.result},
-                                    {"type": "media", "data": PNG, "mediaType": "image/png"}]}),
-                                (false, true) => json!({"type": "error-text", "value": c.result}),
-                                (false, false) => json!({"type": "text", "value": c.result}),
-                            };
-                            json!({"type": "tool-result", "toolCallId": id, "toolName": c.tool, "output": output})
-                        }).collect();
-                        push(&mut out, d, json!({"role": "tool", "content": results}));
-                    }
-                    Dialect::UiMessage => {
-                        let mut parts = vec![json!({"type": "step-start"})];
-                        if let Some(t) = thinking {
-                            parts.push(json!({"type": "reasoning", "text": t, "state": "done",
-                                "providerMetadata": {"anthropic": {"signature": format!("sig-{t}")}}}));
-                        }
-                        if let Some(t) = text {
-                            parts.push(json!({"type": "text", "text": t, "state": "done"}));
-                        }
-                        for (c, id) in calls.iter().zip(&ids) {
-                            parts.push(if c.error {
-                                json!({"type": format!("tool-{}", c.tool), "toolCallId": id,
-                                    "state": "output-error", "input": input_of(c), "errorText": c.result})
-                            } else {
-                                json!({"type": format!("tool-{}", c.tool), "toolCallId": id,
-                                    "state": "output-available", "input": input_of(c), "output": c.result})
-                            });
-                        }
-                        push(
-                            &mut out,
-                            d,
-                            json!({"id": format!("m{id}"), "role": "assistant", "parts": parts}),
-                        );
-                    }
-                }
-            }
-        }
-    }
-    match (d, &conv.system) {
-        (Dialect::Anthropic, Some(system)) => json!({"system": system, "messages": out}),
-        _ => Value::Array(out),
-    }
 }
 
 fn parse_options(format: Format) -> MessagesOptions {
@@ -744,10 +461,6 @@ fn plain(value: &Value) -> Value {
         Value::Array(items) => Value::Array(items.iter().map(plain).collect()),
         other => other.clone(),
     }
-}
-
-fn role_of(message: &Value) -> &str {
-    message.get("role").and_then(Value::as_str).unwrap_or("")
 }
 
 fn items(message: &Value) -> Vec<Value> {
@@ -1118,6 +831,8 @@ fn check(
             text.chars().count()
         ));
     }
+    // the task stays
+    first_request(dialect, input, out, options)?;
     // within the budget, or a reason
     if report.managed {
         let budget = report.budget.ok_or("a managed report without its budget")?;
@@ -1148,6 +863,83 @@ fn check(
         }
     } else if report.reason.is_none() {
         return Err("unmanaged with no reason".into());
+    }
+    Ok(())
+}
+
+/// The first text of the first message after the leading system messages, when that message
+/// is a user's request (no tool results, not a marker): its index and text.
+fn task_of(messages: &[Message]) -> Option<(usize, &str)> {
+    let at = messages
+        .iter()
+        .take_while(|m| m.role() == Role::System)
+        .count();
+    let first = messages.get(at).filter(|m| m.role() == Role::User)?;
+    if first
+        .parts()
+        .iter()
+        .any(|p| p.kind() == PartKind::ToolResult)
+    {
+        return None;
+    }
+    let text = first
+        .parts()
+        .first()
+        .filter(|p| p.kind() == PartKind::Text)
+        .and_then(|p| p.text())?;
+    (!text.starts_with(COMPACTION_TAG)).then_some((at, text))
+}
+
+/// DESIGN.md (Compact): "the system prompt and the first user message (what the agent was asked
+/// to do) are kept verbatim ahead of the summary, unless that message alone is over a quarter
+/// of the window; then it is summarized". So the input's first request is the output's, byte
+/// for byte (the first text of the first message after the system prompt; in Anthropic's
+/// format the marker may follow it in the same message), unless it counts over a quarter of the
+/// window; and a report that says it was summarized says so of such a request only.
+fn first_request(
+    dialect: Dialect,
+    input: &Conversation,
+    out: &Prepared,
+    options: &KeeperOptions,
+) -> Result<(), String> {
+    let Some((at, task)) = task_of(input.messages()) else {
+        return Ok(());
+    };
+    let verbatim = task_of(out.conversation.messages()).is_some_and(|(_, t)| t == task);
+    let summarized = out
+        .report
+        .compaction
+        .as_ref()
+        .is_some_and(|c| c.first_request_summarized);
+    if verbatim && !summarized {
+        return Ok(());
+    }
+    let window = out
+        .report
+        .budget
+        .map(|b| b.window)
+        .ok_or("the first request changed with no budget")?;
+    let count = count_conversation(
+        input,
+        &CountMessagesOptions {
+            model: options.model.clone(),
+            format: Some(dialect.format()),
+            ..CountMessagesOptions::default()
+        },
+        &mut CountCache::new(64),
+    )
+    .map_err(|e| format!("the input cannot be counted: {e}"))?;
+    let tokens = count.per_message.get(at).copied().unwrap_or(0);
+    if tokens.saturating_mul(4) <= window {
+        let shown: String = task.chars().take(80).collect();
+        return Err(format!(
+            "the first request {shown:?} ({tokens} tokens, not over a quarter of the {window}-token window) is {}",
+            if verbatim {
+                "reported summarized"
+            } else {
+                "not in the output verbatim"
+            }
+        ));
     }
     Ok(())
 }
@@ -1194,6 +986,9 @@ fn tally(seen: &mut Tally, out: &Prepared, dialect: Dialect) {
     bump(format!("fits {}", r.fits));
     if let Some(c) = &r.compaction {
         bump(format!("compaction {:?}", c.outcome));
+        if c.first_request_summarized {
+            bump("first request summarized".into());
+        }
     }
     if let Some(f) = &r.flush {
         bump(format!("flush failed {}", f.failure.is_some()));
@@ -1350,12 +1145,22 @@ fn the_keeper_survives_every_fault_schedule() {
         }
         Ok(())
     });
-    eprintln!(
-        "keeper_faults: {} of {cases} sessions passed, {} prepares, seed {seed}, {:.1} s",
-        sessions.get(),
-        prepares.get(),
-        started.elapsed().as_secs_f64()
-    );
+    // NOTE: the runner replays the seeds of tests/keeper_faults.proptest-regressions before the
+    // `cases` new ones, and on a failure runs the shrunk cases too: the closure's runs are not
+    // the sessions generated.
+    let runs = sessions.get();
+    match &result {
+        Ok(()) => eprintln!(
+            "keeper_faults: all {cases} sessions passed (and {} replayed from the regressions file), {} prepares, seed {seed}, {:.1} s",
+            runs.saturating_sub(cases as usize),
+            prepares.get(),
+            started.elapsed().as_secs_f64()
+        ),
+        Err(_) => eprintln!(
+            "keeper_faults: failed after {runs} session runs (replays and shrinking included), seed {seed}, {:.1} s",
+            started.elapsed().as_secs_f64()
+        ),
+    }
     for (what, n) in seen.borrow().iter() {
         eprintln!("  {what}: {n}");
     }
