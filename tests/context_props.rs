@@ -34,10 +34,10 @@ use context_keeper::messages::{
     parse_messages, validate_conversation, Conversation, Format, MessagesOptions, PartKind,
 };
 use proptest::prelude::*;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 mod common;
-use common::{Conv, Dialect, Step, ToolCall};
+use common::{input_of, Conv, Dialect, Step, ToolCall};
 
 fn word() -> impl Strategy<Value = String> {
     "[a-z0-9éü東🙂 _./-]{1,12}"
@@ -424,8 +424,10 @@ fn render_ui(steps: &[Step]) -> Value {
     let mut n = 0;
     for (i, step) in steps.iter().enumerate() {
         match step {
-            Step::User(text) => out.push(json!({"id": format!("u{i}"), "role": "user", "parts": [{"type": "text", "text": text}]})),
-            Step::Exchange { thinking, calls } => {
+            Step::User { text, .. } => out.push(json!({"id": format!("u{i}"), "role": "user", "parts": [{"type": "text", "text": text}]})),
+            // NOTE: `steps()` makes none of these.
+            Step::Assistant(_) | Step::Native(_) | Step::Marker(_) => {}
+            Step::Exchange { thinking, calls, .. } => {
                 if out.last().is_none_or(|m| m["role"] != "assistant") {
                     out.push(json!({"id": format!("a{i}"), "role": "assistant", "parts": []}));
                 }
