@@ -18,6 +18,7 @@ use super::error::ContextError;
 use super::memo::{Counting as _, Own};
 use super::{enter, walk};
 use crate::context::keeper::{Call, KeeperOptions, Need, Prepare, PrepareError};
+use crate::context::prune::PruneMemo;
 use crate::context::state::SessionState;
 use crate::context::Outcome;
 use crate::counting::{CountMessagesOptions, Counter, Learnt, MAX_CALIBRATION_FACTOR};
@@ -37,6 +38,8 @@ fn prepare_error(err: PrepareError) -> ContextError {
 pub struct KeeperJs {
     options: KeeperOptions,
     counting: Own,
+    /// What its prepares pruned, by message (each prepare takes it and hands it back).
+    prune_memo: Rc<RefCell<PruneMemo>>,
 }
 
 /// The figures a budget is made of, each a positive number: a threshold of 0 or below, or a
@@ -88,6 +91,7 @@ impl KeeperJs {
                 counter: Rc::new(RefCell::new(counter)),
                 seen: WeakMap::new(),
             },
+            prune_memo: Rc::default(),
         })
     }
 
@@ -133,8 +137,10 @@ impl KeeperJs {
         };
         let state = SessionState::from_bytes(state.as_deref());
         let counter = Rc::clone(&self.counting.counter);
+        let memo = std::mem::take(&mut *self.prune_memo.borrow_mut());
         let prepare = Prepare::start(conv, &self.options, call, state, &mut counter.borrow_mut())
-            .map_err(prepare_error)?;
+            .map_err(prepare_error)?
+            .with_prune_memo(memo);
         // NOTE: what the count taught of each message the keeper recognises, so that counting
         // the history again (`count`, the driver's fast path) takes it from the cache by key.
         {
@@ -151,6 +157,7 @@ impl KeeperJs {
             messages,
             prepare: Some(prepare),
             counter,
+            prune_memo: Rc::clone(&self.prune_memo),
         })
     }
 
@@ -180,6 +187,7 @@ impl KeeperJs {
         let mut counter = self.counting.counter.borrow_mut();
         counter.clear_cache();
         counter.clear_calibrations();
+        *self.prune_memo.borrow_mut() = PruneMemo::new();
     }
 
     /// A session's running figures from its stored state.
@@ -356,6 +364,8 @@ pub struct PrepareJs {
     messages: JsValue,
     prepare: Option<Prepare>,
     counter: Rc<RefCell<Counter>>,
+    /// The keeper's, to hand the memo back to.
+    prune_memo: Rc<RefCell<PruneMemo>>,
 }
 
 fn saves_js(saves: &[crate::context::Save]) -> Result<Array, ContextError> {
@@ -436,7 +446,8 @@ impl PrepareJs {
     pub fn finish(&mut self) -> Result<JsValue, ContextError> {
         enter();
         let prepare = self.prepare.take().ok_or_else(already_applied)?;
-        let done = prepare.finish(&mut self.counter.borrow_mut());
+        let mut done = prepare.finish(&mut self.counter.borrow_mut());
+        *self.prune_memo.borrow_mut() = std::mem::take(&mut done.prune_memo);
         let system = match (done.system_edited, done.conversation.system()) {
             (true, Some(system)) => Some(system.clone().into_content_value()),
             _ => None,

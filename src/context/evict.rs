@@ -18,7 +18,7 @@ use super::text::{group, line_count, utf16_len};
 use super::{
     any_glob, part_at, part_mut, result_at, Action, Edit, Measure, Original, Report, Turns,
 };
-use crate::messages::{pair_tools, Conversation, PartRef, ToolInput};
+use crate::messages::{pair_tools, Conversation, PairingGraph, PartRef, ToolInput};
 
 /// Options of `evictToolInputs`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,10 +112,29 @@ fn input_object(input: ToolInput<'_>) -> Option<serde_json::Map<String, Value>> 
 
 /// Evicts the written content of file write/edit calls in `conv`.
 pub fn evict(conv: Conversation, options: &EvictOptions) -> Evicted {
+    let graph = pair_tools(&conv);
+    evict_paired(conv, options, &graph)
+}
+
+/// [`evict`] with `conv`'s tool pairing, which the caller has at hand (a conversation whose
+/// results were only rewritten pairs as before).
+pub(crate) fn evict_paired(
+    conv: Conversation,
+    options: &EvictOptions,
+    graph: &PairingGraph,
+) -> Evicted {
     let measure = Measure::for_model(options.model.as_deref());
     let turns = Turns::until(&conv, options.horizon);
-    let graph = pair_tools(&conv);
-    let named = |name: &str| any_glob(&options.tools, name) && !any_glob(&options.exclude, name);
+    // NOTE: a history names few tools, each in many calls: each name is matched once.
+    let mut matched: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
+    let mut named = |name: &str| match matched.get(name) {
+        Some(&known) => known,
+        None => {
+            let named = any_glob(&options.tools, name) && !any_glob(&options.exclude, name);
+            matched.insert(name.to_owned(), named);
+            named
+        }
+    };
     // (call place, field, replacement, edit) and (result place, note, edit)
     let mut inputs: Vec<(PartRef, String, String, Edit)> = Vec::new();
     let mut results: Vec<(PartRef, String, Edit)> = Vec::new();
@@ -128,15 +147,15 @@ pub fn evict(conv: Conversation, options: &EvictOptions) -> Evicted {
     }
     calls.sort_by_key(|c| c.0);
     for (call_at, answer, name, id) in calls {
-        let Some(name) = name.filter(|n| named(n)) else {
-            continue;
-        };
         let after_horizon = options
             .horizon
             .is_some_and(|h| call_at.message >= h || answer.is_some_and(|a| a.message >= h));
         if after_horizon || turns.age(call_at) < options.keep_last_assistant_turns {
             continue;
         }
+        let Some(name) = name.filter(|n| named(n)) else {
+            continue;
+        };
         let Some(part) = part_at(&conv, call_at) else {
             continue;
         };

@@ -33,13 +33,15 @@ use super::compact::{self, CompactOptions, CompactPlan, CompactReport, SummaryOu
 use super::evict::{self, EvictOptions};
 use super::flush::{self, resolve, FlushOptions, FlushOutcome, FlushReport, FlushRequest};
 use super::offload::{self, OffloadOptions, OffloadPlan};
-use super::prune::{self, PruneOptions};
+use super::prune::{self, PruneMemo, PruneOptions};
 use super::state::{Horizon, SessionState};
-use super::{result_sites, Edit, Failure, Outcome, Report, ResultSite, Save, Turns};
+use super::{
+    result_sites, result_sites_paired, Edit, Failure, Outcome, Report, ResultSite, Save, Turns,
+};
 use crate::counting::{
     CountMessagesError, CountMessagesOptions, Counter, MessageKey, ModelOverrides,
 };
-use crate::messages::{Conversation, Format, Role};
+use crate::messages::{pair_tools, Conversation, Format, PairingGraph, Role};
 
 /// Default prune/evict threshold: this share of the window.
 pub const DEFAULT_PRUNE_AT: f64 = 0.85;
@@ -384,6 +386,9 @@ pub struct Prepared {
     pub report: PrepareReport,
     /// The session state to store, when it changed.
     pub state: Option<SessionState>,
+    /// What pruning made of the results it measured, for the next prepare
+    /// ([`Prepare::with_prune_memo`]).
+    pub prune_memo: PruneMemo,
 }
 
 /// Errors of a prepare.
@@ -444,8 +449,12 @@ pub struct Prepare {
     origin: Vec<Option<usize>>,
     /// The conversation before pruning and eviction (after offloads and compactions).
     base: Conversation,
-    /// The base's tool results ([`result_sites`]), found once per base.
-    base_sites: OnceCell<Vec<ResultSite>>,
+    /// The base's tool pairing and tool results ([`result_sites`]), found once per base (the
+    /// tiers rewrite results, never pairs).
+    base_sites: OnceCell<(PairingGraph, Vec<ResultSite>)>,
+    /// What pruning made of each result, per action: for the next horizon tried, and (handed
+    /// in and back by the host, [`Prepare::with_prune_memo`]) the next prepare.
+    prune_memo: PruneMemo,
     base_origin: Vec<Option<usize>>,
     state: SessionState,
     state_changed: bool,
@@ -510,6 +519,11 @@ impl Prepare {
         report.estimated = !count.exact;
         let origin: Vec<Option<usize>> = (0..n).map(Some).collect();
         let input_roles = conv.messages().iter().map(|m| m.role()).collect();
+        // NOTE: found once: offloads rewrite results, never pairs, so the base after them
+        // pairs as the input does.
+        let graph = pair_tools(&conv);
+        let sites = result_sites_paired(&conv, &graph);
+        let paired = (graph, sites);
         let stage = match budget {
             None => {
                 report.managed = false;
@@ -521,7 +535,7 @@ impl Prepare {
                 offload.limit_tokens = Some(budget.offload_at);
                 offload.session_id = call.session_id.clone();
                 offload.model = offload.model.or_else(|| options.model.clone());
-                let plan = offload::plan_messages(conv.clone(), &offload);
+                let plan = offload::plan_sites(conv.clone(), &offload, &paired.1);
                 let known: Vec<bool> = plan
                     .ids()
                     .map(|id| state.keeper.offloaded.contains(id))
@@ -542,7 +556,8 @@ impl Prepare {
             budget,
             stage,
             base: conv.clone(),
-            base_sites: OnceCell::new(),
+            base_sites: OnceCell::from(paired),
+            prune_memo: PruneMemo::new(),
             base_origin: origin.clone(),
             conversation: conv,
             origin,
@@ -561,6 +576,15 @@ impl Prepare {
             base_is_input: true,
             flush_request: None,
         })
+    }
+
+    /// Uses `memo`, what earlier prepares of this keeper's histories pruned (by message
+    /// identity, so it holds across prepares of a history whose messages the host keeps
+    /// parsed); [`Prepared::prune_memo`] hands it back, swept of what this prepare did not use.
+    #[must_use]
+    pub fn with_prune_memo(mut self, memo: PruneMemo) -> Prepare {
+        self.prune_memo = memo;
+        self
     }
 
     /// How the count read each input message: the conversation's format, the message's role
@@ -666,9 +690,9 @@ impl Prepare {
             self.origin = compose(&map, &self.origin);
             self.conversation = conv;
             self.base_is_input = false;
+            self.base_sites = OnceCell::new();
         }
         self.base = self.conversation.clone();
-        self.base_sites = OnceCell::new();
         self.base_origin = self.origin.clone();
     }
 
@@ -920,10 +944,12 @@ impl Prepare {
                     prune.hard_clear_after_turns = Some(prune.keep_last_assistant_turns);
                     evict.keep_last_assistant_turns = evict.keep_last_assistant_turns.min(1);
                 }
-                let done = prune::prune_sites(conversation, &prune, self.sites());
+                let mut memo = std::mem::take(&mut self.prune_memo);
+                let done = prune::prune_sites(conversation, &prune, self.sites(), Some(&mut memo));
+                self.prune_memo = memo;
                 mark(&mut origin, &done.edited);
                 pruned = done.report;
-                let done = evict::evict(done.conversation, &evict);
+                let done = evict::evict_paired(done.conversation, &evict, &self.paired().0);
                 mark(&mut origin, &done.edited);
                 evicted = done.report;
                 conversation = done.conversation;
@@ -980,7 +1006,16 @@ impl Prepare {
 
     /// The base's tool results.
     fn sites(&self) -> &[ResultSite] {
-        self.base_sites.get_or_init(|| result_sites(&self.base))
+        &self.paired().1
+    }
+
+    /// The base's tool pairing and tool results.
+    fn paired(&self) -> &(PairingGraph, Vec<ResultSite>) {
+        self.base_sites.get_or_init(|| {
+            let graph = pair_tools(&self.base);
+            let sites = result_sites_paired(&self.base, &graph);
+            (graph, sites)
+        })
     }
 
     /// The prepared conversation, the report and the state to store.
@@ -1009,12 +1044,14 @@ impl Prepare {
             self.origin = self.base_origin.clone();
         }
         self.report.messages = self.conversation.messages().len();
+        self.prune_memo.sweep();
         Prepared {
             conversation: self.conversation,
             origin: self.origin,
             system_edited,
             report: self.report,
             state: self.state_changed.then_some(self.state),
+            prune_memo: self.prune_memo,
         }
     }
 

@@ -138,22 +138,24 @@ pub fn any_glob(patterns: &[String], name: &str) -> bool {
 
 /// Whether `name` matches `pattern`, where `*` matches any run of characters (also none).
 pub fn glob(pattern: &str, name: &str) -> bool {
-    let mut pieces = pattern.split('*');
-    let first = pieces.next().unwrap_or_default();
-    let Some(mut rest) = name.strip_prefix(first) else {
+    let Some((first, tail)) = pattern.split_once('*') else {
+        return pattern == name; // no `*`: the whole name
+    };
+    let (middle, last) = tail.rsplit_once('*').unwrap_or(("", tail));
+    // NOTE: the prefix, then the suffix, then each middle piece leftmost in what is between.
+    let Some(rest) = name.strip_prefix(first) else {
         return false;
     };
-    let pieces: Vec<&str> = pieces.collect();
-    let Some((last, middle)) = pieces.split_last() else {
-        return rest.is_empty(); // no `*`: the whole name
+    let Some(mut rest) = rest.strip_suffix(last) else {
+        return false;
     };
-    for piece in middle {
+    for piece in middle.split('*').filter(|p| !p.is_empty()) {
         match rest.find(piece) {
             Some(at) => rest = rest.get(at + piece.len()..).unwrap_or_default(),
             None => return false,
         }
     }
-    rest.ends_with(last)
+    true
 }
 
 /// The assistant turns of a conversation, to tell how old a tool call is. A turn starts at
@@ -239,7 +241,14 @@ pub(crate) struct ResultSite {
 }
 
 pub(crate) fn result_sites(conv: &Conversation) -> Vec<ResultSite> {
-    let graph = crate::messages::pair_tools(conv);
+    result_sites_paired(conv, &crate::messages::pair_tools(conv))
+}
+
+/// [`result_sites`] with `conv`'s tool pairing at hand.
+pub(crate) fn result_sites_paired(
+    conv: &Conversation,
+    graph: &crate::messages::PairingGraph,
+) -> Vec<ResultSite> {
     let mut call_of = std::collections::HashMap::new();
     for exchange in &graph.exchanges {
         for link in &exchange.calls {

@@ -19,7 +19,8 @@ use super::recovery::{RecordHeader, GREP_TOOL, LIST_TOOL, READ_TOOL};
 use super::result::{self, ResultText};
 use super::text::{cap_line, group, line_count};
 use super::{
-    part_mut, result_at, result_sites, Edit, Failure, Measure, Original, Outcome, Report, Save,
+    part_mut, result_at, result_sites, Edit, Failure, Measure, Original, Outcome, Report,
+    ResultSite, Save,
 };
 use super::{Action, NAMESPACE};
 use crate::messages::{Conversation, PartRef, ResultShape};
@@ -318,9 +319,19 @@ pub struct OffloadedMessages {
 /// Plans the offload of every tool result of `conv` over the limit: results of excluded tools
 /// and pointers stay.
 pub fn plan_messages(conv: Conversation, options: &OffloadOptions) -> OffloadPlan {
+    let sites = result_sites(&conv);
+    plan_sites(conv, options, &sites)
+}
+
+/// [`plan_messages`] with `conv`'s [`result_sites`], which the caller has at hand.
+pub(crate) fn plan_sites(
+    conv: Conversation,
+    options: &OffloadOptions,
+    sites: &[ResultSite],
+) -> OffloadPlan {
     let measure = Measure::for_model(options.model.as_deref());
     let mut steps = Vec::new();
-    for site in result_sites(&conv) {
+    for site in sites {
         let Some((shape, text)) = result_at(&conv, site.at) else {
             continue;
         };

@@ -10,6 +10,8 @@
 //! is touched. `clearAtLeastTokens` holds every edit back until together they free that much,
 //! so the prompt prefix moves in steps. Pruning its own output changes nothing.
 
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 
 #[cfg(target_arch = "wasm32")]
@@ -23,7 +25,7 @@ use super::{
     part_mut, result_at, result_sites, Action, Edit, Held, Measure, Original, Report, ResultSite,
     ToolFilter,
 };
-use crate::messages::{Conversation, PartRef, ResultShape};
+use crate::messages::{Conversation, Message, PartRef, ResultShape};
 
 /// Options of `pruneMessages`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -126,6 +128,61 @@ pub fn soft_trim(text: &str, head: usize, tail: usize) -> String {
     )
 }
 
+/// What `action` makes of the result at `site`: the edit and its text, or `None` when it
+/// makes none (already done, too short to trim, or no shorter).
+fn plan_site(
+    conv: &Conversation,
+    site: &ResultSite,
+    action: Action,
+    options: &PruneOptions,
+    measure: &Measure,
+) -> Option<(ResultShape, String, Edit)> {
+    let (shape, read) = result_at(conv, site.at)?;
+    let text = read.text;
+    let replacement = if action == Action::HardClear {
+        if text.starts_with(CLEARED_PREFIX) {
+            return None;
+        }
+        placeholder(site.tool_name.as_deref(), &text)
+    } else {
+        let soft = utf16_len(&text) > options.soft_trim_chars;
+        if !soft || was_trimmed(&text) || pointer_id(&text).is_some() {
+            return None;
+        }
+        soft_trim(
+            &text,
+            options.soft_trim_head_chars,
+            options.soft_trim_tail_chars,
+        )
+    };
+    let before = measure.tokens(&text);
+    let after = measure.tokens(&replacement);
+    // NOTE: an edit never makes a result longer (a short result under a long placeholder).
+    if after >= before {
+        return None;
+    }
+    let original = match pointer_id(&text) {
+        Some(id) => Original::Store {
+            key: Vec::new(),
+            id: id.to_owned(),
+        },
+        None => Original::History,
+    };
+    let edit = Edit {
+        action,
+        message_index: site.at.message,
+        part_index: site.at.part,
+        tool_name: site.tool_name.clone(),
+        tool_call_id: site.call_id.clone(),
+        field: None,
+        tokens_before: before,
+        tokens_after: after,
+        estimated: measure.estimated(),
+        original,
+    };
+    Some((shape, replacement, edit))
+}
+
 /// The placeholder of a cleared result.
 pub fn placeholder(tool: Option<&str>, text: &str) -> String {
     let what = match tool {
@@ -143,14 +200,86 @@ pub fn placeholder(tool: Option<&str>, text: &str) -> String {
 /// Prunes `conv`.
 pub fn prune(conv: Conversation, options: &PruneOptions) -> Pruned {
     let sites = result_sites(&conv);
-    prune_sites(conv, options, &sites)
+    prune_sites(conv, options, &sites, None)
 }
 
-/// [`prune`] with `conv`'s [`result_sites`], which the caller has at hand.
+/// What pruning made of tool results, by the message that holds each one (its identity: the
+/// data a [`Message`] shares with its clones), the part and the action: the text to write and
+/// the edit, or `None` when it makes none. A caller that prunes the same messages again (the
+/// keeper, with each horizon it tries and on every prepare of a growing history, whose
+/// messages it keeps parsed) measures each result once per action. Each entry holds its
+/// message, so no other message can take its place in memory; [`PruneMemo::sweep`] drops what
+/// was not used since the last sweep.
+#[derive(Clone, Debug, Default)]
+pub struct PruneMemo {
+    entries: HashMap<(usize, usize, Action), Memoized>,
+}
+
+#[derive(Clone, Debug)]
+struct Memoized {
+    /// The message the entry is about: kept alive so that its identity stays its own.
+    _message: Message,
+    planned: Option<(ResultShape, String, Edit)>,
+    used: bool,
+}
+
+impl PruneMemo {
+    /// An empty memo.
+    pub fn new() -> PruneMemo {
+        PruneMemo::default()
+    }
+
+    fn get(
+        &mut self,
+        message: &Message,
+        part: usize,
+        action: Action,
+    ) -> Option<Option<(ResultShape, String, Edit)>> {
+        let entry = self.entries.get_mut(&(message.identity(), part, action))?;
+        entry.used = true;
+        Some(entry.planned.clone())
+    }
+
+    fn insert(
+        &mut self,
+        message: &Message,
+        part: usize,
+        action: Action,
+        planned: Option<(ResultShape, String, Edit)>,
+    ) {
+        let entry = Memoized {
+            _message: message.clone(),
+            planned,
+            used: true,
+        };
+        self.entries
+            .insert((message.identity(), part, action), entry);
+    }
+
+    /// Drops every entry not used since the last sweep.
+    pub fn sweep(&mut self) {
+        self.entries
+            .retain(|_, entry| std::mem::take(&mut entry.used));
+    }
+
+    /// How many results it knows.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether it knows none.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// [`prune`] with `conv`'s [`result_sites`], which the caller has at hand, and a memo of what
+/// earlier prunes of the same conversation with the same options (horizon aside) made.
 pub(crate) fn prune_sites(
     conv: Conversation,
     options: &PruneOptions,
     sites: &[ResultSite],
+    mut memo: Option<&mut PruneMemo>,
 ) -> Pruned {
     let measure = Measure::for_model(options.model.as_deref());
     let turns = Turns::until(&conv, options.horizon);
@@ -166,60 +295,30 @@ pub(crate) fn prune_sites(
         {
             continue;
         }
-        let Some((shape, read)) = result_at(&conv, site.at) else {
-            continue;
+        let action = match hard.is_some_and(|h| age >= h) {
+            true => Action::HardClear,
+            false => Action::SoftTrim,
         };
-        let text = read.text;
-        let (action, replacement) = if hard.is_some_and(|h| age >= h) {
-            if text.starts_with(CLEARED_PREFIX) {
-                continue;
-            }
-            (
-                Action::HardClear,
-                placeholder(site.tool_name.as_deref(), &text),
-            )
-        } else {
-            let soft = utf16_len(&text) > options.soft_trim_chars;
-            if !soft || was_trimmed(&text) || pointer_id(&text).is_some() {
-                continue;
-            }
-            let trimmed = soft_trim(
-                &text,
-                options.soft_trim_head_chars,
-                options.soft_trim_tail_chars,
-            );
-            (Action::SoftTrim, trimmed)
+        let message = conv.messages().get(site.at.message);
+        let known = match (memo.as_deref_mut(), message) {
+            (Some(memo), Some(message)) => memo.get(message, site.at.part, action),
+            _ => None,
         };
-        let before = measure.tokens(&text);
-        let after = measure.tokens(&replacement);
-        // NOTE: an edit never makes a result longer (a short result under a long placeholder).
-        if after >= before {
-            continue;
+        let planned_site = match known {
+            Some(known) => known,
+            None => {
+                let planned_site = plan_site(&conv, site, action, options, &measure);
+                if let (Some(memo), Some(message)) = (memo.as_deref_mut(), message) {
+                    memo.insert(message, site.at.part, action, planned_site.clone());
+                }
+                planned_site
+            }
+        };
+        if let Some((shape, replacement, mut edit)) = planned_site {
+            // NOTE: the memo knows the message, not where it sits now.
+            edit.message_index = site.at.message;
+            planned.push((site.at, shape, replacement, edit));
         }
-        let original = match pointer_id(&text) {
-            Some(id) => Original::Store {
-                key: Vec::new(),
-                id: id.to_owned(),
-            },
-            None => Original::History,
-        };
-        planned.push((
-            site.at,
-            shape,
-            replacement,
-            Edit {
-                action,
-                message_index: site.at.message,
-                part_index: site.at.part,
-                tool_name: site.tool_name.clone(),
-                tool_call_id: site.call_id.clone(),
-                field: None,
-                tokens_before: before,
-                tokens_after: after,
-                estimated: measure.estimated(),
-                original,
-            },
-        ));
     }
     let would_save: u64 = planned
         .iter()

@@ -64,6 +64,32 @@ fn agent(format: Format, turns: usize, size: usize) -> Value {
     Value::Array(messages)
 }
 
+/// `*` as "any run of characters", by dynamic programming over both strings: the reference
+/// the fast `glob` is held to.
+fn glob_reference(pattern: &[u8], name: &[u8]) -> bool {
+    let mut row = vec![false; name.len() + 1];
+    row[0] = true;
+    for &p in pattern {
+        let mut next = vec![false; name.len() + 1];
+        for j in 0..=name.len() {
+            next[j] = if p == b'*' {
+                row[j] || (j > 0 && next[j - 1])
+            } else {
+                j > 0 && row[j - 1] && name[j - 1] == p
+            };
+        }
+        row = next;
+    }
+    row[name.len()]
+}
+
+proptest::proptest! {
+    #[test]
+    fn glob_is_the_reference(pattern in "[ab*]{0,7}", name in "[ab]{0,7}") {
+        proptest::prop_assert_eq!(glob(&pattern, &name), glob_reference(pattern.as_bytes(), name.as_bytes()));
+    }
+}
+
 #[test]
 fn glob_matches_stars_anywhere() {
     assert!(glob("bash", "bash"));

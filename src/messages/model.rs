@@ -843,6 +843,12 @@ impl Message {
         Message::text(format, Role::User, marker.to_text())
     }
 
+    /// The identity of the message's data, which its clones share until one is edited: equal
+    /// for two messages only while they share it (and only while one of them is alive).
+    pub fn identity(&self) -> usize {
+        Arc::as_ptr(&self.0) as usize
+    }
+
     /// Who the message is from.
     pub fn role(&self) -> Role {
         self.role
