@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 use wasm_bindgen::prelude::*;
 
 use super::error::{to_js_error, ArgumentError, Thrown};
+use super::list::{self, Found};
 use super::memo;
 use super::{enter, json_value, type_name, walk, CONVERSATION};
 use crate::counting::{
@@ -470,14 +471,14 @@ pub(super) fn count_in(
         let value = json_value(messages, "messages", CONVERSATION)?;
         return Ok(counting::count_value(value, options, stop_above)?);
     };
-    let mut listed = Vec::with_capacity(list.length() as usize);
-    let recalled = counting.recall_all(&list);
-    for i in 0..list.length() {
-        let known = recalled
-            .as_ref()
-            .map(|ids| ids.get(i as usize).copied().flatten());
-        listed.push(list_message(counting, &list.get(i), i, known)?);
-    }
+    let listed = list::read_list(&list, counting, false)
+        .map_err(|(i, e)| ArgumentError::not_json(&format!("messages[{i}]"), e))?
+        .into_iter()
+        .map(|found| match found {
+            Found::Known { id, learnt, .. } => Listed::Known(id, learnt),
+            Found::Read { id, votes, value } => Listed::Read { id, votes, value },
+        })
+        .collect();
     // NOTE: the default counter is locked only inside each `with_default_counter` call, never
     // while a message is read from JS (`walk::read_item`), whose getters may call back in.
     let mut count = counting
@@ -519,38 +520,6 @@ pub(super) fn split(messages: &JsValue) -> Result<Option<Parts>, ArgumentError> 
         }
         _ => Ok(None),
     }
-}
-
-/// Message `i` of the list for the core: known (remembered, and reading as it did then), or
-/// read now and remembered when it can be. `recalled`: its memo id when the list was recalled
-/// at once (`Some(None)`: not known).
-fn list_message(
-    counting: &impl memo::Counting,
-    message: &JsValue,
-    i: u32,
-    recalled: Option<Option<u64>>,
-) -> Result<Listed, ArgumentError> {
-    let in_message = |err| ArgumentError::not_json(&format!("messages[{i}]"), err);
-    if !message.is_object() {
-        let value = walk::read_item(message, i).map_err(in_message)?;
-        return Ok(Listed::read(value.unwrap_or(Value::Null), None));
-    }
-    if let Some(id) = recalled.unwrap_or_else(|| counting.recall(message)) {
-        let known = counting.with(|c| Listed::recall(id, c.memo_mut()));
-        if let Some(known) = known {
-            return Ok(known);
-        }
-    }
-    let (value, snapshot) = walk::read_item_with_snapshot(message, i).map_err(in_message)?;
-    let value = value.unwrap_or(Value::Null);
-    let Some(snapshot) = snapshot else {
-        return Ok(Listed::read(value, None));
-    };
-    let listed = counting.with(|c| Listed::read(value, Some(c.memo_mut())));
-    if let Some(id) = listed.id() {
-        counting.remember(message, snapshot, id);
-    }
-    Ok(listed)
 }
 
 #[wasm_bindgen(js_name = modelInfo, skip_typescript)]

@@ -15,6 +15,7 @@ use super::context::{
     read_options, save_to_js, set, summary_outcome, to_js,
 };
 use super::error::ContextError;
+use super::list::{self, Found};
 use super::memo::{Counting as _, Own};
 use super::{enter, walk};
 use crate::context::keeper::{Call, KeeperOptions, Need, Prepare, PrepareError};
@@ -301,48 +302,42 @@ fn read_kept(
         .as_ref()
         .map(FormatVotes::of_envelope)
         .unwrap_or_default();
-    let n = list.length();
-    let mut listed = Vec::with_capacity(n as usize);
-    let mut ids = Vec::with_capacity(n as usize);
+    let found = list::read_list(&list, counting, true).map_err(|(i, err)| {
+        ContextError::messages(format!("messages[{i}]{}", err.path()), err.reason)
+    })?;
+    let mut listed = Vec::with_capacity(found.len());
+    let mut ids = Vec::with_capacity(found.len());
     let mut fresh: Vec<(usize, u64)> = Vec::new();
-    let recalled = counting.recall_all(&list);
-    for i in 0..n {
-        let item = list.get(i);
-        if item.is_object() {
-            let known = recalled
-                .as_ref()
-                .map(|ids| ids.get(i as usize).copied().flatten());
-            if let Some(id) = known.unwrap_or_else(|| counting.recall(&item)) {
-                let known = counting.with(|c| {
-                    let memo = c.memo_mut();
-                    memo.learnt(id).zip(memo.kept_message(id))
-                });
-                if let Some((learnt, message)) = known {
-                    votes.add(learnt.votes);
-                    ids.push(Some((id, learnt.votes)));
-                    listed.push(ListedMessage::Parsed(message));
-                    continue;
+    for found in found {
+        match found {
+            Found::Known {
+                id,
+                learnt,
+                parsed: Some(message),
+            } => {
+                votes.add(learnt.votes);
+                ids.push(Some((id, learnt.votes)));
+                listed.push(ListedMessage::Parsed(message));
+            }
+            Found::Known { parsed: None, .. } => {
+                // NOTE: `read_list` reads a known message again when the memo has not kept it.
+                return Err(ContextError::internal(
+                    "a known message came without its parsed form".to_owned(),
+                ));
+            }
+            Found::Read {
+                id,
+                votes: its,
+                value,
+            } => {
+                votes.add(its);
+                ids.push(id.map(|id| (id, its)));
+                if let Some(id) = id {
+                    fresh.push((listed.len(), id));
                 }
+                listed.push(ListedMessage::Value(value));
             }
         }
-        let (value, snapshot) = walk::read_item_with_snapshot(&item, i).map_err(|err| {
-            ContextError::messages(format!("messages[{i}]{}", err.path()), err.reason)
-        })?;
-        let value = value.unwrap_or(Value::Null);
-        let learnt = Learnt {
-            votes: FormatVotes::of_message(&value),
-            counted: None,
-        };
-        votes.add(learnt.votes);
-        let mut kept = None;
-        if let Some(snapshot) = snapshot.filter(|_| item.is_object()) {
-            let id = counting.with(|c| c.memo_mut().remember(learnt));
-            counting.remember(&item, snapshot, id);
-            fresh.push((listed.len(), id));
-            kept = Some((id, learnt.votes));
-        }
-        ids.push(kept);
-        listed.push(ListedMessage::Value(value));
     }
     let format = format.or_else(|| votes.winner()).unwrap_or(Format::OpenAi);
     let conv = messages::parse_listed(format, envelope, listed)?;

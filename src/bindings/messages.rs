@@ -196,6 +196,19 @@ fn skim_conversation(messages: &JsValue) -> Result<Value, ArgumentError> {
         field: messages::is_skimmable,
         units: messages::SKIM_UNITS,
     };
+    // NOTE: a message list is read as every reader of one reads it (bindings/list.rs).
+    if let Some((list, envelope)) = super::counting::split(messages)? {
+        let values = super::list::read_values(&list, Some(skim))
+            .map_err(|(i, e)| ArgumentError::not_json(&format!("messages[{i}]"), e))?;
+        return Ok(match envelope {
+            None => Value::Array(values),
+            Some(mut envelope) => {
+                envelope.insert("messages".to_owned(), Value::Array(values));
+                Value::Object(envelope)
+            }
+        });
+    }
+    // not a conversation: the whole reading names what is wrong
     walk::read_skimmed(messages, skim)
         .map_err(|err| ArgumentError::not_json("messages", err))?
         // NOTE: JSON.stringify gives undefined (not text) for undefined, functions, symbols.

@@ -14,6 +14,8 @@ mod error;
 #[cfg(feature = "full")]
 mod keeper;
 #[cfg(feature = "full")]
+mod list;
+#[cfg(feature = "full")]
 mod memo;
 #[cfg(feature = "full")]
 mod messages;

@@ -168,6 +168,20 @@ pub fn read_skimmed(value: &JsValue, skim: Skim) -> Result<Option<Value>, WalkEr
     Walker::new(false, Some(skim)).read(value, None)
 }
 
+/// Reads `value`, item `index` of an array, as [`read_item`] does, with long strings skimmed
+/// as [`read_skimmed`] does.
+pub fn read_item_skimmed(
+    value: &JsValue,
+    index: u32,
+    skim: Skim,
+) -> Result<Option<Value>, WalkError> {
+    let mut walker = Walker::new(false, Some(skim));
+    if !walker.value(value, Key::Index(index), None)? {
+        return Ok(None);
+    }
+    walker.finish().map(Some)
+}
+
 /// Reads `value`, item `index` of an array, as [`read_item`] does and records a [`Snapshot`] of
 /// it, unless something in it (a `toJSON` method) makes its JSON depend on more than its
 /// properties.
