@@ -534,11 +534,24 @@ pub fn is_native_marker(message: &Message) -> bool {
 }
 
 /// The messages the model sees: the leading system messages (and, before our marker, the
-/// messages it says were kept ahead of it), then everything from the latest marker on, ours
-/// or the provider's. Indices into `conv`.
+/// messages it says were kept ahead of it), then everything from the latest marker on: ours,
+/// or a provider's that drops what precedes it (Anthropic's compaction block,
+/// [`crate::messages::drops_earlier_context`]). OpenAI's compaction item is not such a
+/// marker: the window `/responses/compact` returns keeps the user messages ahead of it, and
+/// the model sees them (as counting does). Indices into `conv`.
 pub fn active_indices(conv: &Conversation) -> Vec<usize> {
     let messages = conv.messages();
-    let Some((at, ours)) = latest_marker(messages) else {
+    let latest = messages
+        .iter()
+        .enumerate()
+        .rev()
+        .find_map(|(i, m)| match marker_of(m) {
+            Some(marker) => Some((i, Some(marker))),
+            None => (m.parts().iter())
+                .any(|p| crate::messages::drops_earlier_context(m.format(), p.raw()))
+                .then_some((i, None)),
+        });
+    let Some((at, ours)) = latest else {
         return (0..messages.len()).collect();
     };
     let head = ours.map_or(0, |m| usize::try_from(m.head).unwrap_or(0).min(at));

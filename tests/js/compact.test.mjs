@@ -245,6 +245,9 @@ test("markers are written in each format and activeMessages starts from the late
   // provider-native compaction: the model sees from it on
   const native = [{ role: "user", content: "a" }, { role: "assistant", content: [{ type: "compaction", content: "provider summary" }] }, { role: "user", content: "b" }];
   assert.deepEqual(activeMessages(native, { format: "anthropic" }), native.slice(1));
+  // OpenAI's compacted window keeps the user messages ahead of its item: the model sees them
+  const compacted = [{ role: "user", content: "a" }, { type: "compaction", id: "cmp_1", encrypted_content: "gAAAA" }, { role: "user", content: "b" }];
+  assert.deepEqual(activeMessages(compacted), compacted);
   const ui = [
     { id: "u1", role: "user", parts: [{ type: "text", text: "task" }] },
     ...Array.from({ length: 6 }, (_, i) => [

@@ -415,6 +415,31 @@ fn markers_are_written_in_each_format_and_recognised() {
 }
 
 #[test]
+fn the_model_sees_what_precedes_an_openai_compaction_item_and_nothing_before_anthropics_block() {
+    // OpenAI's compacted window: the user messages it kept, the item, then the new turns.
+    let openai = json!([
+        {"role": "user", "content": "task"},
+        {"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAAA"},
+        {"role": "user", "content": "next"},
+        {"role": "assistant", "content": "ok"}]);
+    let conv = parse_messages(&openai, &MessagesOptions::default()).unwrap();
+    assert_eq!(active_indices(&conv), vec![0, 1, 2, 3]);
+    // Anthropic drops every block before its compaction block.
+    let anthropic = json!([
+        {"role": "user", "content": "task"},
+        {"role": "assistant", "content": [{"type": "compaction", "content": "provider summary"}]},
+        {"role": "user", "content": "next"}]);
+    let conv = read(&anthropic);
+    assert_eq!(active_indices(&conv), vec![1, 2]);
+    // A failed Anthropic compaction (no summary) drops nothing.
+    let failed = json!([
+        {"role": "user", "content": "task"},
+        {"role": "assistant", "content": [{"type": "compaction", "content": null}]},
+        {"role": "user", "content": "next"}]);
+    assert_eq!(active_indices(&read(&failed)), vec![0, 1, 2]);
+}
+
+#[test]
 fn provider_native_compaction_starts_the_span_after_it() {
     let input = json!({"messages": [
         {"role": "user", "content": "task"},
