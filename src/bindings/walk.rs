@@ -7,8 +7,9 @@
 //!
 //! How strings cross: the keys and short strings are pushed onto one JS array as the walk meets
 //! them and copied into wasm memory at the end as one string ([`Walker::finish`]); each long
-//! string is copied on its own by `TextEncoder.encodeInto` ([`encode`]); [`read_skimmed`] copies
-//! only the start of long texts, for checks that look at no more.
+//! string is copied on its own by `TextEncoder.encodeInto` ([`encode`]); [`read_skimmed`] and
+//! [`read_item_skimmed`] copy only the start of long texts, for checks that look at no more.
+//! A message list is read one message at a time, by the one list reader (`bindings/list.rs`).
 //!
 //! What it reads is what the provider receives, because the SDKs send `JSON.stringify(body)`:
 //! a property holding `undefined`, a function or a symbol is absent (`null` in an array); an
