@@ -139,11 +139,7 @@ pub fn read_options(value: &JsValue) -> Result<Option<Value>, WalkError> {
 /// Reads `value`, item `index` of an array, as [`read`] does: as `JSON.stringify` reads it
 /// there (a `toJSON` method is called with the index). Error paths start at the item.
 pub fn read_item(value: &JsValue, index: u32) -> Result<Option<Value>, WalkError> {
-    let mut walker = Walker::new(false, None);
-    if !walker.value(value, Key::Index(index), None)? {
-        return Ok(None);
-    }
-    walker.finish().map(Some)
+    Walker::new(false, None).read_item(value, index)
 }
 
 /// Whether `JSON.stringify` would read `value` through a `toJSON` method rather than its own
@@ -176,11 +172,7 @@ pub fn read_item_skimmed(
     index: u32,
     skim: Skim,
 ) -> Result<Option<Value>, WalkError> {
-    let mut walker = Walker::new(false, Some(skim));
-    if !walker.value(value, Key::Index(index), None)? {
-        return Ok(None);
-    }
-    walker.finish().map(Some)
+    Walker::new(false, Some(skim)).read_item(value, index)
 }
 
 /// Reads `value`, item `index` of an array, as [`read_item`] does and records a [`Snapshot`] of
@@ -342,6 +334,14 @@ impl Walker {
             lengths: Vec::new(),
             finite: false,
         }
+    }
+
+    /// Reads `value`, item `index` of an array ([`read_item`]).
+    fn read_item(mut self, value: &JsValue, index: u32) -> Result<Option<Value>, WalkError> {
+        if !self.value(value, Key::Index(index), None)? {
+            return Ok(None);
+        }
+        self.finish().map(Some)
     }
 
     /// Reads `value` (`skip` as in [`read`]): `None` where `JSON.stringify` writes nothing.

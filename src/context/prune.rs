@@ -261,16 +261,6 @@ impl PruneMemo {
         self.entries
             .retain(|_, entry| std::mem::take(&mut entry.used));
     }
-
-    /// How many results it knows.
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    /// Whether it knows none.
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
 }
 
 /// [`prune`] with `conv`'s [`result_sites`], which the caller has at hand, and a memo of what

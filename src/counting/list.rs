@@ -83,11 +83,6 @@ impl Memo {
         self.current.insert(id, learnt);
     }
 
-    /// Whether counts keep the messages they parse ([`Memo::keep_messages`]).
-    pub fn keeps_messages(&self) -> bool {
-        self.keeping
-    }
-
     /// Makes counts keep every message they parse, for a host that reads the same history
     /// again to rewrite it (the keeper); off by default, where only counts are wanted.
     pub fn keep_messages(&mut self, keep: bool) {
@@ -97,9 +92,10 @@ impl Memo {
         }
     }
 
-    /// Keeps `message`, parsed from the message with this id (while the memo knows the id).
+    /// Keeps `message`, parsed from the message with this id, when the memo keeps messages
+    /// ([`Memo::keep_messages`]) and knows the id.
     pub fn keep_message(&mut self, id: u64, message: Message) {
-        if self.current.contains_key(&id) || self.previous.contains_key(&id) {
+        if self.keeping && (self.current.contains_key(&id) || self.previous.contains_key(&id)) {
             self.messages.insert(id, message);
         }
     }
@@ -301,9 +297,7 @@ impl ListCount {
                 let counted = Some((self.format, message.role(), key));
                 let memo = counter.memo_mut();
                 memo.insert(id, Learnt { votes, counted });
-                if memo.keeps_messages() {
-                    memo.keep_message(id, message);
-                }
+                memo.keep_message(id, message);
             }
         }
     }

@@ -133,6 +133,17 @@ export function append(list, dialect, messages) {
   }
 }
 
+/**
+ * The input of the next prepare: the whole history, or (a host that keeps what prepare
+ * returned, as AI SDK 7's loop does) the previous output with the turn's messages appended.
+ */
+export function nextInput(history, last, chain, dialect, added) {
+  if (!chain || !last) return [...history];
+  const input = [...last];
+  append(input, dialect, added);
+  return input;
+}
+
 /** String leaves of a value worth following (3+ characters), skipping ids and types. */
 export function leaves(value, out = []) {
   if (typeof value === "string") {

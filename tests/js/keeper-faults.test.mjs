@@ -27,7 +27,7 @@ import { ContextKeeper, ContextKeeperError } from "context-keeper";
 import { FileSystemStore, IndexedDBStore, MemoryStore } from "context-keeper/stores";
 import { FaultyStore } from "context-keeper/testing";
 import { IDBFactory, IDBKeyRange } from "fake-indexeddb";
-import { NOW, append, checkPrepared, confirming, faults, flusher, head, rng, sessionOptions, step, summarizer } from "./fault-campaign.mjs";
+import { NOW, append, checkPrepared, confirming, faults, flusher, head, nextInput, rng, sessionOptions, step, summarizer } from "./fault-campaign.mjs";
 
 const PREPARES = Number(process.env.KEEPER_FAULT_PREPARES ?? 10_000);
 const SEED = Number(process.env.KEEPER_FAULT_SEED ?? 23);
@@ -178,13 +178,7 @@ async function campaign(PREPARES, SEED, adapter) {
     for (let k = 1; k <= turns && tally.prepares < PREPARES; k++) {
       const added = step(r, dialect, k);
       append(history, dialect, added);
-      let input;
-      if (chain && last) {
-        input = [...last];
-        append(input, dialect, added);
-      } else {
-        input = [...history];
-      }
+      const input = nextInput(history, last, chain, dialect, added);
       const frozen = JSON.stringify(input);
       if (r.chance(0.1)) {
         keeper.free();

@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startWrangler } from "./wrangler.mjs";
-import { append, head, rng, sessionOptions, step } from "../js/fault-campaign.mjs";
+import { append, head, nextInput, rng, sessionOptions, step } from "../js/fault-campaign.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const SESSIONS = Number(process.env.KEEPER_FAULT_WORKERD_SESSIONS ?? 50);
@@ -82,13 +82,7 @@ test(`${SESSIONS} faulty sessions in Durable Objects restarted between requests:
     for (let k = 1; k <= turns; k++) {
       const added = step(r, dialect, k);
       append(history, dialect, added);
-      let input;
-      if (chain && last) {
-        input = [...last];
-        append(input, dialect, added);
-      } else {
-        input = [...history];
-      }
+      const input = nextInput(history, last, chain, dialect, added);
       const restart = k > 1 && r.chance(0.3);
       if (restart) {
         const restarted = await post(`faults/restart?session=${encodeURIComponent(sessionId)}`, {});
