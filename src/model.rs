@@ -699,6 +699,18 @@ pub fn model_info(model: &str) -> ModelInfo {
     })
 }
 
+/// Every model the built-in registry holds, in its order (by provider, the newest families
+/// first), each as [`model_info`] gives it: what a model picker lists.
+///
+/// ```
+/// use context_keeper::model::{models, model_info};
+/// let gpt_4o = models().find(|m| m.name == "gpt-4o").expect("in the registry");
+/// assert_eq!(gpt_4o, model_info("gpt-4o"));
+/// ```
+pub fn models() -> impl Iterator<Item = ModelInfo> {
+    MODELS.iter().map(info)
+}
+
 /// A caller's own figures for a model's limits; each one set wins over the registry's.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Limits {

@@ -4,7 +4,7 @@
 // markers opened back into the messages they archived. Every number shown is the package's.
 import {
   ContextKeeper, compact, countMessages, detectFormat, evictToolInputs, listOffloaded, modelInfo,
-  offloadMessages, pruneMessages, readArchive, readOffloaded, repairMessages, validateMessages,
+  listModels, offloadMessages, pruneMessages, readArchive, readOffloaded, repairMessages, validateMessages,
 } from "context-keeper";
 import { IndexedDBStore } from "context-keeper/stores";
 import { fill, fmt, h, pct } from "./dom.js";
@@ -22,12 +22,6 @@ const SAMPLES = {
 };
 
 /** The models offered, by provider; each is shown with the registry's window. */
-const MODELS = [
-  "gpt-4o", "gpt-4o-mini", "gpt-4.1", "gpt-5", "o3", "o4-mini", "gpt-4-turbo", "gpt-4", "gpt-3.5-turbo",
-  "claude-sonnet-4-5", "claude-opus-4-5", "claude-haiku-4-5", "claude-3-7-sonnet",
-  "gemini-2.5-pro", "gemini-2.0-flash", "gemini-3-pro-preview",
-  "llama-3.1", "qwen3", "mistral-large", "deepseek-reasoner",
-];
 const PROVIDERS = { openai: "OpenAI", anthropic: "Anthropic", google: "Google", meta: "Meta", alibaba: "Alibaba", mistral: "Mistral", deepseek: "DeepSeek" };
 
 const DB_NAME = "context-keeper-demo";
@@ -108,15 +102,20 @@ function summarizer() {
 
 function fillModels() {
   const groups = new Map();
-  for (const name of MODELS) {
-    const info = modelInfo(name);
-    if (!info.known) continue;
+  // NOTE: the registry's own list, so the picker is never behind the package it runs.
+  for (const info of listModels()) {
     const label = PROVIDERS[info.provider] ?? info.provider;
     if (!groups.has(label)) groups.set(label, h("optgroup", { label }));
-    groups.get(label).append(h("option", { value: name }, `${name} · ${fmt(info.contextWindow)}`));
+    groups.get(label).append(h("option", { value: info.name }, `${info.name} · ${fmt(info.contextWindow)}`));
   }
   fill($("model"), [...groups.values()]);
   $("model").value = "gpt-4o";
+}
+
+/** The steps' descriptions, with the keeper's figures for the current settings. */
+function describeSteps(budget) {
+  document.querySelector("[data-step=offload] .what").textContent =
+    `Tool results over ${fmt(budget.offloadAt)} tokens (the keeper's limit: 20,000 or an eighth of the window, whichever is less) go to IndexedDB; a pointer, their size and a preview stay.`;
 }
 
 function describeModel() {
@@ -277,6 +276,7 @@ function renderAll() {
 function renderGauge() {
   const view = state.view;
   const budget = currentBudget();
+  describeSteps(budget);
   const tokens = view.count.total;
   const before = view.before?.count.total;
   const scale = Math.max(budget.window, tokens, before ?? 0);
@@ -514,6 +514,7 @@ async function plan() {
     h("p", { class: report.fits ? "hint" : "hint warn" }, report.fits
       ? budget ? `Fits: ${fmt(report.tokensAfter)} is within the budget of ${fmt(budget.compactAt)}.` : ""
       : `Does not fit: ${report.overBudget ?? "over the budget"}`),
+    h("p", { class: "hint" }, "Why this total differs from the steps above: prepare compacts first and then prunes only what the compaction kept, and stops at the first tier that brings the count under its threshold; the steps apply each tier in full, in order."),
     edits.length ? details : null,
   );
 }
@@ -560,7 +561,8 @@ async function step(name) {
   let conversation, edits, text;
   if (name === "offload") {
     if (state.stage === "original") await forgetDecisions();
-    const done = await offloadMessages(before.conversation, { store, sessionId, model });
+    // The keeper's limit for this window, so the step offloads what prepare would.
+    const done = await offloadMessages(before.conversation, { store, sessionId, model, limitTokens: currentBudget().offloadAt });
     ({ messages: conversation } = done);
     edits = done.report.edits;
     text = `${edits.length} result(s) offloaded to IndexedDB, ${fmt(done.report.tokensSaved)} tokens saved.${failuresText(done.report.failures)}`;
@@ -570,7 +572,8 @@ async function step(name) {
     conversation = evicted.messages;
     edits = [...pruned.report.edits, ...evicted.report.edits];
     const trims = pruned.report.edits.filter((e) => e.action === "softTrim").length;
-    text = `${trims} result(s) trimmed, ${pruned.report.edits.length - trims} cleared (${fmt(pruned.report.tokensSaved)} tokens); ${evicted.report.edits.length} file write(s) evicted (${fmt(evicted.report.tokensSaved)} tokens).`;
+    const clears = pruned.report.edits.length - trims;
+    text = `${clears} old result(s) cleared to a one-line note and ${trims} cut to their head and tail (${fmt(pruned.report.tokensSaved)} tokens saved); ${evicted.report.edits.length} file write(s) evicted to a pointer (${fmt(evicted.report.tokensSaved)} tokens).`;
   } else {
     const budget = currentBudget();
     // NOTE: under the threshold the keeper's figure would keep everything; compact's own

@@ -14,7 +14,7 @@ import { LONG_INPUT_BYTES, UsageError, parseConversation, readBytes, sizeOf } fr
 import { commandSummarizer, renderPrepare, serialize } from "./prepare.js";
 import { ensureStoreDir, grep, list, openStore, read, renderGrep, renderList, renderRead } from "./recover.js";
 import { analyze, renderReport } from "./report.js";
-import { Progress, paletteFor, safeLine, safeText } from "./term.js";
+import { Progress, num, paletteFor, safeLine, safeText, table } from "./term.js";
 
 const EXIT = { ok: 0, overBudget: 1, noMatch: 1, badInput: 2, failure: 3 };
 const DEFAULT_MODEL = "gpt-4o";
@@ -31,6 +31,7 @@ Usage:
   context-keeper list            [--store DIR] [--session ID] [--json]
   context-keeper read ID         [--store DIR] [--session ID] [--offset N] [--limit N] [--json]
   context-keeper grep PATTERN    [--store DIR] [--session ID] [--id ID] [-i] [--json]
+  context-keeper models          [--provider P] [--json]
 
 A conversation is OpenAI Chat Completions, Anthropic Messages or AI SDK (ModelMessage or
 UIMessage) messages: an array, a request object with \`messages\` (and \`system\`), or JSON Lines
@@ -115,6 +116,18 @@ Options:
   --json          as JSON
   -h, --help      this help`,
 
+  models: `context-keeper models [options]
+
+The models the package knows (its registry), with the context window and output limit it
+manages to, the encoding it counts with (exact: the model's own tokenizer) and the provider's
+page the figures were read from. --model takes these names, a dated release of one
+(gpt-4o-2024-08-06), or a host's spelling (openai/gpt-4o, us.anthropic.claude-…).
+
+Options:
+  --provider P    only this provider's (openai, anthropic, google, ...)
+  --json          as JSON: modelInfo of each
+  -h, --help      this help`,
+
   grep: `context-keeper grep PATTERN [options]
 
 Searches the offloaded tool results with a regular expression (Rust regex syntax, linear time),
@@ -152,8 +165,9 @@ const OPTIONS = {
   list: { ...COMMON, ...STORE },
   read: { ...COMMON, ...STORE, offset: { type: "string" }, limit: { type: "string" } },
   grep: { ...COMMON, ...STORE, id: { type: "string" }, "ignore-case": { type: "boolean", short: "i" } },
+  models: { ...COMMON, provider: { type: "string" } },
 };
-const POSITIONALS = { report: ["FILE"], prepare: ["FILE"], list: [], read: ["ID"], grep: ["PATTERN"] };
+const POSITIONALS = { report: ["FILE"], prepare: ["FILE"], list: [], read: ["ID"], grep: ["PATTERN"], models: [] };
 
 /** A whole number option from `min` up, or undefined when absent. */
 function integer(values, name, min = 1) {
@@ -238,7 +252,7 @@ async function prepare(values, [file], context) {
   const model = modelOf(values, conversation, null);
   if (model === null) throw new UsageError("prepare needs --model (the model the conversation is sent to), e.g. --model gpt-4o");
   if (window === undefined && !ck.modelInfo(model).known) {
-    throw new UsageError(`--model ${JSON.stringify(model)}: not in the model registry, so its window is unknown; give it with --window N`);
+    throw new UsageError(`--model ${JSON.stringify(model)}: not in the model registry, so its window is unknown; give it with --window N (context-keeper models lists the known ones)`);
   }
 
   progress.update("checking", 0.5);
@@ -321,7 +335,29 @@ async function grepCommand(values, [pattern]) {
   return result.matches > 0 ? EXIT.ok : EXIT.noMatch;
 }
 
-const COMMANDS = { report, prepare, list: listCommand, read: readCommand, grep: grepCommand };
+function modelsCommand(values) {
+  const all = ck.listModels();
+  const provider = values.provider?.toLowerCase();
+  const models = provider === undefined ? all : all.filter((m) => m.provider === provider);
+  if (models.length === 0) {
+    const known = [...new Set(all.map((m) => m.provider))].join(", ");
+    throw new UsageError(`--provider: no model of ${JSON.stringify(values.provider)}; the providers are ${known}`);
+  }
+  if (values.json) {
+    print(JSON.stringify(models, null, 2));
+    return EXIT.ok;
+  }
+  const c = paletteFor(process.stdout);
+  const columns = [
+    { label: "model" }, { label: "provider" }, { label: "window", align: "right" }, { label: "max output", align: "right" },
+    { label: "counted with" }, { label: "source (read on)" },
+  ];
+  const rows = models.map((m) => [m.name, m.provider, num(m.contextWindow), num(m.maxOutput), `${m.encoding}${m.exact ? "" : " (approx.)"}`, `${m.source} (${m.checked})`]);
+  print(`${table(columns, rows, { paint: c.dim })}\n  ${models.length} models; "approx.": the model's tokenizer is not public, so counts are close, not exact`);
+  return EXIT.ok;
+}
+
+const COMMANDS = { report, prepare, list: listCommand, read: readCommand, grep: grepCommand, models: modelsCommand };
 
 async function main(argv) {
   const context = { command: null, source: null, input: null, progress: null, json: argv.includes("--json") };
@@ -335,7 +371,7 @@ async function main(argv) {
       print(JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")).version);
       return EXIT.ok;
     }
-    if (!(command in COMMANDS)) throw new UsageError(`unknown command ${JSON.stringify(command)}; the commands are report, prepare, list, read, grep (context-keeper --help)`);
+    if (!(command in COMMANDS)) throw new UsageError(`unknown command ${JSON.stringify(command)}; the commands are ${Object.keys(COMMANDS).join(", ")} (context-keeper --help)`);
     context.command = command;
     const { values, positionals } = parseArgs({ args: rest, options: OPTIONS[command], allowPositionals: true, strict: true });
     if (values.help) {

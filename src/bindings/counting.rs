@@ -216,6 +216,18 @@ export interface Calibration {
 export function modelInfo(model: string, options?: ModelInfoOptions | null): ModelInfo;
 
 /**
+ * Every model the registry knows, as {@link modelInfo} gives each (name, provider, window,
+ * encoding, source...), in the registry's order: by provider, the newest families first. The
+ * names are the registry's (a family's name matches its dated releases too). `options.models`
+ * changes listed models in place and appends the names it adds.
+ *
+ * ```js
+ * listModels().filter((m) => m.provider === "anthropic").map((m) => m.name);
+ * ```
+ */
+export function listModels(options?: ModelInfoOptions | null): ModelInfo[];
+
+/**
  * Counts a conversation (OpenAI, Anthropic or AI SDK, detected) per message, per role and per
  * kind, with the provider's framing, tool definitions and images by the provider's rule.
  * Per-message counts are memoized, so counting again after an append costs about the new
@@ -532,6 +544,13 @@ pub fn model_info(model: JsValue, options: JsValue) -> Result<JsValue, CountingE
     })?;
     let options = read_options(&options)?;
     to_js(&counting::model_info_with(&model, &options.models))
+}
+
+#[wasm_bindgen(js_name = listModels, skip_typescript)]
+pub fn list_models(options: JsValue) -> Result<JsValue, CountingError> {
+    enter();
+    let options = read_options(&options)?;
+    to_js(&counting::models_with(&options.models))
 }
 
 #[wasm_bindgen(js_name = countMessages, skip_typescript)]

@@ -13,8 +13,11 @@ use super::text::{utf16_len, utf16_prefix};
 use crate::messages::{Message, PartKind, Role, ToolInput};
 
 /// The first line of every heuristic summary.
-pub const HEURISTIC_HEADER: &str = "[heuristic summary: no summarizer was given; this lists what \
-the archived messages did, not what they meant]";
+// NOTE: worded as information, not as an error: a reader (the model, or a person opening the
+// marker) should see what kind of summary this is, not that something went wrong.
+pub const HEURISTIC_HEADER: &str =
+    "[heuristic summary of the earlier turns, made without a model: \
+it lists what the archived messages did, not what they meant]";
 
 /// The input fields that name a file.
 const PATH_FIELDS: [&str; 5] = ["path", "file_path", "filePath", "filename", "file"];

@@ -75,7 +75,7 @@ pub use image::{
 };
 pub use list::{Learnt, ListCount, Listed, Memo, MEMO_CAPACITY};
 pub use options::{
-    model_info_with, CountMessagesOptions, ModelOverride, ModelOverrides, OptionsError,
+    model_info_with, models_with, CountMessagesOptions, ModelOverride, ModelOverrides, OptionsError,
 };
 pub use tally::{ByKind, Tally, REDACTED_CHARS_PER_TOKEN, TOOL_CALL_FRAMING};
 pub use tools::{anthropic_tool_prompt, ToolChoice, SCHEMA_KEYS};

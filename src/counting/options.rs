@@ -66,6 +66,25 @@ impl ModelOverrides {
     }
 }
 
+/// Every model the registry holds, then every name the caller's entries add, each as
+/// [`model_info_with`] gives it (so the caller's figures win). A caller's entry for a name
+/// the registry lists changes that model in place; one for a new name (or a more specific
+/// one, such as a dated release) is listed under the caller's name.
+pub fn models_with(overrides: &ModelOverrides) -> Vec<ModelInfo> {
+    let mut list: Vec<ModelInfo> = crate::model::models()
+        .map(|m| model_info_with(&m.name, overrides))
+        .collect();
+    for (name, _) in &overrides.0 {
+        if list.iter().any(|m| m.name == *name) {
+            continue;
+        }
+        let mut info = model_info_with(name, overrides);
+        info.name.clone_from(name);
+        list.push(info);
+    }
+    list
+}
+
 /// What the registry, with the caller's entries merged over it, knows of `model`.
 ///
 /// A caller's entry matches like a built-in one (exactly, or as the longest prefix at a word

@@ -5,14 +5,15 @@
 // IndexedDB) and compaction marker, which opens into the archived messages; the offloads are
 // still there after a reload; a gzipped file opens; a summary can come from an OpenAI-compatible
 // endpoint (intercepted here) whose key is never stored; a conversation full of markup renders
-// as text. Screenshots at 1280 and 360 px go to $PAGE_SHOTS (default /tmp/context-keeper-page).
+// as text; a dropped JSON Lines file opens; the model picker is the registry's; and the page
+// works from the keyboard alone. Screenshots at 1280 and 360 px go to $PAGE_SHOTS (default /tmp/context-keeper-page).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
-  ContextKeeper, countMessages, evictToolInputs, listOffloaded, modelInfo, offloadMessages,
+  ContextKeeper, countMessages, evictToolInputs, listModels, listOffloaded, modelInfo, offloadMessages,
   pruneMessages, readArchive, readOffloaded,
 } from "context-keeper";
 import { MemoryStore } from "context-keeper/stores";
@@ -92,6 +93,14 @@ test("the page opens on the 300-turn agent session, its gauge the package's coun
   assert.deepEqual(pageErrors, []);
 });
 
+test("the model picker lists the package's registry, grouped by provider", async () => {
+  const options = await page.$$eval("#model option", (list) => list.map((o) => [o.parentElement.label, o.value, o.textContent]));
+  const models = listModels();
+  assert.deepEqual(options.map(([, value]) => value).sort(), models.map((m) => m.name).sort());
+  for (const [, value, label] of options) assert.equal(label, `${value} · ${fmt(modelInfo(value).contextWindow)}`);
+  assert.equal(await page.inputValue("#model"), MODEL);
+});
+
 test("the plan is keeper.plan's", async () => {
   const keeper = new ContextKeeper({ model: MODEL, store: new MemoryStore() });
   const { report } = await keeper.plan(openai, { sessionId: SESSION });
@@ -106,7 +115,14 @@ test("the plan is keeper.plan's", async () => {
 test("step by step: offload, then prune and evict, give what the tier functions give", async () => {
   await setWindow(32_000);
   const store = new MemoryStore();
-  const offloaded = await offloadMessages(openai, { store, sessionId: SESSION, model: MODEL });
+  const keeper = new ContextKeeper({ model: MODEL, contextWindow: 32_000, store });
+  const budget = keeper.budget;
+  keeper.free();
+  // the step offloads at the keeper's limit for this window, as prepare would
+  assert.equal(budget.offloadAt, 4_000);
+  assert.match(await page.textContent("[data-step=offload] .what"), /^Tool results over 4,000 tokens \(the keeper's limit/);
+  const offloaded = await offloadMessages(openai, { store, sessionId: SESSION, model: MODEL, limitTokens: budget.offloadAt });
+  assert.ok(offloaded.report.edits.length > 1, "more than the one result over the 20,000 default");
   const pruned = pruneMessages(offloaded.messages, { model: MODEL });
   const evicted = evictToolInputs(pruned.messages, { model: MODEL });
 
@@ -126,7 +142,12 @@ test("step by step: offload, then prune and evict, give what the tier functions 
   await idle();
   assert.equal(await gauge(), countMessages(evicted.messages, { model: MODEL }).total);
   assert.equal(await page.locator("#messages > li.s-edited").count(), new Set([...pruned.report.edits, ...evicted.report.edits].map((e) => e.messageIndex)).size);
-  assert.match(await page.textContent("[data-step=compact] .result"), /^Next: due: 47,166 is over the compaction threshold \(24,000\)/);
+  const pruneText = await page.textContent("[data-step=prune] .result");
+  const trims = pruned.report.edits.filter((e) => e.action === "softTrim").length;
+  assert.match(pruneText, new RegExp(`^Done: ${pruned.report.edits.length - trims} old result\\(s\\) cleared to a one-line note and ${trims} cut to their head and tail \\(${fmt(pruned.report.tokensSaved)} tokens saved\\); ${evicted.report.edits.length} file write\\(s\\) evicted`));
+  const afterPrune = countMessages(evicted.messages, { model: MODEL }).total;
+  assert.ok(afterPrune > budget.compactAt, `${afterPrune} tokens after pruning: the sample still needs a compaction`);
+  assert.match(await page.textContent("[data-step=compact] .result"), new RegExp(`^Next: due: ${fmt(afterPrune)} is over the compaction threshold \\(${fmt(budget.compactAt)}\\)`));
 
   await page.click("[data-run=compact]");
   await idle();
@@ -240,6 +261,24 @@ test("a gzipped file opens in the page, its format detected", async () => {
   assert.equal(await page.locator("#messages > li").count(), anthropic.messages.length);
 });
 
+test("a file dropped on the paste box opens: JSON Lines of AI SDK messages", async () => {
+  const aisdk = loadSession("aisdk");
+  const list = Array.isArray(aisdk) ? aisdk : aisdk.messages;
+  const jsonl = list.map((m) => JSON.stringify(m)).join("\n");
+  const dataTransfer = await page.evaluateHandle((text) => {
+    const transfer = new DataTransfer();
+    transfer.items.add(new File([text], "dropped.jsonl", { type: "application/jsonl" }));
+    return transfer;
+  }, jsonl);
+  await page.dispatchEvent("#paste", "drop", { dataTransfer });
+  await page.waitForFunction(() => /^Loaded dropped\.jsonl/.test(document.querySelector("[data-testid=source-status]").textContent));
+  await idle();
+  assert.match(await page.textContent("[data-testid=source-status]"), new RegExp(`^Loaded dropped\\.jsonl: AI SDK[^,]*, ${fmt(list.length)} messages\\.`));
+  assert.equal(await gauge(), countMessages(list, { model: MODEL }).total);
+  assert.equal(await page.locator("#messages > li").count(), list.length);
+  assert.deepEqual(pageErrors, []);
+});
+
 test("a summary from an OpenAI-compatible endpoint; the key is sent with it and stored nowhere", async () => {
   const KEY = "sk-test-key-never-stored-5d1c";
   const SUMMARY = "SUMMARY FROM THE ENDPOINT: the agent fixed db_collation propagation.";
@@ -348,5 +387,39 @@ test("the package imports in a page as an ES module with top-level await", async
     return [mod.countTokens("hello world"), mod.countTokens("hello world", { model: "gpt-4" })];
   });
   assert.deepEqual(result, [2, 2]);
+  assert.deepEqual(pageErrors, []);
+});
+
+test("keyboard only: Tab reaches a sample, a step and prepare, and Enter or Space runs each", async () => {
+  /** Presses Tab until `selector` has the focus (at most `limit` times); the focus is visible. */
+  async function tabTo(selector, limit = 80) {
+    for (let i = 0; i < limit; i++) {
+      await page.keyboard.press("Tab");
+      if (await page.evaluate((s) => document.activeElement?.matches(s), selector)) {
+        assert.ok(await page.evaluate(() => document.activeElement.matches(":focus-visible")), `${selector}: focus visible`);
+        return;
+      }
+    }
+    assert.fail(`${selector}: not reached with ${limit} presses of Tab`);
+  }
+  // a click on the title (not focusable) starts the Tab order at the top of the page
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.click("h1");
+  await tabTo("[data-sample=chat]", 10);
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(() => document.querySelector("[data-sample=chat]").getAttribute("aria-pressed") === "true");
+  await idle();
+  await tabTo("[data-run=offload]");
+  await page.keyboard.press("Enter");
+  await idle();
+  assert.match(await page.textContent("[data-step=offload] .result"), /^Done: 0 result\(s\) offloaded/);
+  await tabTo("#run-prepare");
+  await page.keyboard.press("Space");
+  await idle();
+  assert.match(await page.textContent("[data-testid=apply-status]"), /^prepare \(under\): /);
+  // the first message row opens from the keyboard too
+  await tabTo("#messages > li:first-child .msg-head");
+  await page.keyboard.press("Enter");
+  assert.equal(await page.getAttribute("#messages > li:first-child .msg-head", "aria-expanded"), "true");
   assert.deepEqual(pageErrors, []);
 });

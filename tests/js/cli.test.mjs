@@ -12,7 +12,7 @@ import { accessSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { ContextKeeper, countMessages, detectFormat, validateMessages } from "context-keeper";
+import { ContextKeeper, countMessages, detectFormat, listModels, validateMessages } from "context-keeper";
 import { MemoryStore } from "context-keeper/stores";
 import { fixtures, loadSession } from "./fixtures.mjs";
 
@@ -60,8 +60,8 @@ test("the package names the bin, and it is an executable file", () => {
 test("--help for the command and each subcommand; no command is a usage error", () => {
   const main = run(["--help"]);
   assert.equal(main.status, 0);
-  for (const cmd of ["report", "prepare", "list", "read", "grep"]) assert.ok(main.stdout.includes(`context-keeper ${cmd}`), cmd);
-  for (const cmd of ["report", "prepare", "list", "read", "grep"]) {
+  for (const cmd of ["report", "prepare", "list", "read", "grep", "models"]) assert.ok(main.stdout.includes(`context-keeper ${cmd}`), cmd);
+  for (const cmd of ["report", "prepare", "list", "read", "grep", "models"]) {
     const r = run([cmd, "--help"]);
     assert.equal(r.status, 0, cmd);
     assert.ok(r.stdout.startsWith(`context-keeper ${cmd}`), r.stdout.slice(0, 60));
@@ -73,6 +73,26 @@ test("--help for the command and each subcommand; no command is a usage error", 
   assertOneLineError(run(["report", fixturePath("openai-parallel-tools"), "--frob"]), "--frob");
   assertOneLineError(run(["report"]), "FILE");
   assertOneLineError(run(["report", fixturePath("openai-parallel-tools"), "--window", "lots"]), "--window");
+});
+
+test("models lists the registry the package manages to; --model's unknown name points to it", () => {
+  const all = listModels();
+  const r = run(["models", "--json"]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(json(r), all);
+  const human = run(["models"]);
+  assert.equal(human.status, 0);
+  assert.doesNotMatch(human.stdout, ESC, "no colour off a TTY");
+  for (const m of all) {
+    const row = human.stdout.split("\n").find((line) => line.trimStart().startsWith(`${m.name} `));
+    assert.ok(row, `a row for ${m.name}`);
+    assert.ok(row.includes(m.contextWindow.toLocaleString("en-US")) && row.includes(m.encoding), row);
+  }
+  assert.match(human.stdout, new RegExp(`${all.length} models`));
+  const anthropic = json(run(["models", "--provider", "Anthropic", "--json"]));
+  assert.ok(anthropic.length > 0 && anthropic.every((m) => m.provider === "anthropic"));
+  assertOneLineError(run(["models", "--provider", "acme"]), ["--provider", "anthropic"]);
+  assertOneLineError(run(["prepare", fixturePath("openai-parallel-tools"), "--model", "my-llm"]), ["my-llm", "--window", "context-keeper models"]);
 });
 
 // The fixtures of every format: OpenAI, Anthropic, AI SDK ModelMessage and UIMessage.

@@ -12,6 +12,7 @@ import {
   countTokens,
   isWithinLimit,
   modelInfo,
+  listModels,
 } from "context-keeper";
 import { asSchema, convertToModelMessages, jsonSchema, tool } from "ai";
 import { z } from "zod";
@@ -277,6 +278,37 @@ test("modelInfo: exact, prefix, unknown, and the caller's entries", () => {
     name: "ContextKeeperError",
     message: 'options.models["x"].contextWindow: expected a whole number of tokens, found a string',
   });
+});
+
+test("listModels: every registry model, each as modelInfo gives it, and the caller's entries", () => {
+  const all = listModels();
+  assert.ok(all.length >= 20, `${all.length} models`);
+  const names = all.map((m) => m.name);
+  assert.equal(new Set(names).size, names.length, "each model once");
+  // every name a user writes resolves to a listed entry (a family's entry covers its releases)
+  for (const name of ["gpt-4o", "gpt-4o-mini-2024-07-18", "gpt-5", "gpt-4", "claude-sonnet-4-5", "gemini-2.5-pro", "llama3.1", "deepseek-reasoner"]) {
+    assert.ok(names.includes(modelInfo(name).name), `${name} is listed as ${modelInfo(name).name}`);
+  }
+  for (const m of all) {
+    assert.deepEqual(m, modelInfo(m.name), m.name);
+    assert.equal(m.known, true, m.name);
+    assert.match(m.source, /^https:\/\//, m.name);
+  }
+  // by provider: each provider's models are listed together
+  const providers = all.map((m) => m.provider).filter((p, i, list) => p !== list[i - 1]);
+  assert.equal(new Set(providers).size, providers.length, providers.join(","));
+  // the caller's entries: a changed model in place, a new one appended under its name
+  const models = { "gpt-4o": { contextWindow: 1_000 }, "my-llm": { contextWindow: 32_000, encoding: "cl100k_base" }, "gpt-4o-2024-08-06": { maxOutput: 100 } };
+  const mine = listModels({ models });
+  assert.equal(mine.length, all.length + 2);
+  assert.equal(mine.find((m) => m.name === "gpt-4o").contextWindow, 1_000);
+  assert.equal(mine.find((m) => m.name === "gpt-4o").source, null);
+  assert.deepEqual(mine.find((m) => m.name === "my-llm"), modelInfo("my-llm", { models }));
+  const dated = mine.find((m) => m.name === "gpt-4o-2024-08-06");
+  assert.deepEqual({ ...dated, name: "gpt-4o" }, modelInfo("gpt-4o-2024-08-06", { models }));
+  assert.equal(dated.maxOutput, 100);
+  assert.throws(() => listModels({ models: { x: { contextWindow: -1 } } }), { name: "ContextKeeperError", kind: "options" });
+  assert.throws(() => listModels(3), { name: "ContextKeeperError", message: /^options: expected an object/ });
 });
 
 test("modelInfo: each known model names its provider's page and the day it was read", () => {

@@ -227,6 +227,7 @@ const UNKNOWN = [
   ["countMessages", (o) => countMessages(SMALL, o)],
   ["isWithinLimit", (o) => isWithinLimit(SMALL, 1_000, o)],
   ["modelInfo", (o) => modelInfo("gpt-4o", o)],
+  ["listModels", (o) => ck.listModels(o)],
   ["pruneMessages", (o) => pruneMessages(agent(2), o)],
   ["evictToolInputs", (o) => evictToolInputs(agent(2), o)],
   ["activeMessages", (o) => activeMessages(SMALL, o)],

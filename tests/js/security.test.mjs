@@ -20,7 +20,7 @@ import { filesUnder } from "./store-fakes.mjs";
 const {
   ContextKeeper, ContextKeeperError, countMessages, validateMessages, repairMessages, detectFormat,
   pruneMessages, evictToolInputs, offloadMessages, offloadToolResult, readOffloaded, listOffloaded,
-  grepOffloaded, runRecoveryTool, activeMessages, isWithinLimit, modelInfo, countTokens,
+  grepOffloaded, runRecoveryTool, activeMessages, isWithinLimit, modelInfo, listModels, countTokens,
 } = ck;
 
 // Ids and names a model or a hostile tool could produce, beyond the store suite's own list.
@@ -269,6 +269,7 @@ describe("__proto__ and constructor in messages and options change no prototype"
       countMessages: () => countMessages(input, hostileOptions()),
       countTokens: () => countTokens("hello", hostileOptions()),
       modelInfo: () => modelInfo("gpt-4o", hostileOptions()),
+      listModels: () => listModels(hostileOptions()),
       validateMessages: () => validateMessages(input, hostileOptions()),
       repairMessages: () => repairMessages(input, hostileOptions()),
       pruneMessages: () => pruneMessages(input, hostileOptions()),

@@ -46,6 +46,7 @@ import {
   clearCountCache,
   countMessages,
   isWithinLimit,
+  listModels,
   modelInfo,
   type Calibration,
   type CountMessagesOptions,
@@ -65,6 +66,8 @@ const userTokens: number | undefined = counted.byRole.user;
 const fits: number | false = isWithinLimit({ messages: history }, 1_000);
 const info: ModelInfo = modelInfo("gpt-4o", { models });
 const contextWindow: number = info.contextWindow;
+const listed: ModelInfo[] = listModels({ models });
+const listedWindows: number[] = listModels().map((m) => m.contextWindow);
 const source: string | null = info.source;
 const checked: string | null = info.checked;
 const calibration: Calibration = calibrate({ model: "claude-sonnet-4-5", inputTokens: 120, messages: history });
