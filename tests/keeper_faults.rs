@@ -919,8 +919,13 @@ fn first_request(
         .budget
         .map(|b| b.window)
         .ok_or("the first request changed with no budget")?;
+    // NOTE: the request alone, as the rule says: in the whole input a provider-native
+    // compaction after it (Anthropic's `compaction` block) counts it as 0, which would hold a
+    // request summarized by an earlier prepare (when it was over a quarter) to being verbatim.
+    let mut alone = input.clone();
+    alone.messages_mut().truncate(at + 1);
     let count = count_conversation(
-        input,
+        &alone,
         &CountMessagesOptions {
             model: options.model.clone(),
             format: Some(dialect.format()),
