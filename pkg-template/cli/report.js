@@ -77,7 +77,7 @@ export async function analyze(input, options) {
     format: format ?? null,
     jsonl: input.jsonl,
     messages: list.length,
-    model: { name: model, known: info.known, encoding: count.encoding, exact: count.exact, window, windowFrom: options.window === undefined ? "registry" : "option" },
+    model: { name: model, known: info.known, encoding: count.encoding, exact: count.exact, ownTokenizer: info.exact, window, windowFrom: options.window === undefined ? "registry" : "option" },
     tokens: {
       total: count.total,
       system: count.system,
@@ -138,7 +138,7 @@ export function renderReport(r, c, width) {
   out.push(`${c.bold("context-keeper report")} ${safeLine(r.file)}`);
   out.push(
     `  ${num(r.messages)} messages${r.jsonl ? " (JSON Lines)" : ""}, format ${r.format ?? "plain (reads as any)"}, model ${safeLine(r.model.name)}${modelNote}, ` +
-      `${r.model.encoding}${r.model.exact ? ", exact" : ", approximate"}`,
+      `${r.model.encoding}, ${r.model.exact ? "exact" : r.model.ownTokenizer ? "approximate (its own tokenizer; tool calls, images and files are priced by published rules)" : "approximate (the model's tokenizer is not public)"}`,
   );
 
   section(`Window: ${num(r.model.window)} tokens${r.model.windowFrom === "option" ? " (--window)" : ""}`);

@@ -167,6 +167,14 @@ test("report on the 300-turn session: the window, the largest messages and the p
   assert.match(human, new RegExp(`${count.total.toLocaleString("en-US")} of 128,000 tokens, 163%, over by ${(count.total - 128_000).toLocaleString("en-US")}`));
   assert.ok(human.includes(report.saved.offload.toLocaleString("en-US")), "the offload's saving");
   assert.match(human, /█/);
+  // why a count is approximate: gpt-4o's own tokenizer, but tool calls and screenshots are priced by rule
+  assert.equal(got.model.exact, false);
+  assert.equal(got.model.ownTokenizer, true);
+  assert.match(human, /o200k_base, approximate \(its own tokenizer; tool calls, images and files are priced by published rules\)/);
+  const chat = join(tmp, "chat.json");
+  writeFileSync(chat, JSON.stringify([{ role: "system", content: "Be brief." }, { role: "user", content: "Hi there" }]));
+  assert.match(run(["report", chat, "--model", "claude-sonnet-4-5"]).stdout, /approximate \(the model's tokenizer is not public\)/);
+  assert.match(run(["report", chat, "--model", "gpt-4o"]).stdout, /o200k_base, exact\n/);
 });
 
 test("report with --window and an unknown model", () => {
