@@ -1242,6 +1242,11 @@ impl CompactPlan {
             span_chain.to_hex().get(..16).unwrap_or_default()
         );
         let key = archive_key(&self.options.session_id, &self.name);
+        let budget =
+            usize::try_from(self.options.transcript_tokens.saturating_mul(4)).unwrap_or(usize::MAX);
+        // NOTE: the summarizer's transcript first: what its tries take is given back before
+        // the archive's two copies of the span are made, not taken on top of them.
+        let transcript = transcript::render(span, body_start, Some(budget));
         let messages = MessageValues::new(span.to_vec());
         let record = ArchiveOut {
             version: 1,
@@ -1263,8 +1268,6 @@ impl CompactPlan {
                 bytes: markdown.into_bytes(),
             },
         ];
-        let budget =
-            usize::try_from(self.options.transcript_tokens.saturating_mul(4)).unwrap_or(usize::MAX);
         let prompt = self
             .options
             .prompt
@@ -1276,7 +1279,7 @@ impl CompactPlan {
             previous_summary: work.previous.as_ref().map(|p| p.summary.clone()),
             prompt,
             target_tokens: self.options.target_tokens,
-            transcript: transcript::render(span, body_start, Some(budget)),
+            transcript,
         });
         if self.options.flush {
             self.flush = flush::request(
