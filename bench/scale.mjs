@@ -21,6 +21,7 @@
 //
 //   node bench/scale.mjs [--messages=5000] [--bytes=10000000] [--turns=5]
 //   node bench/scale.mjs --node    # the same history and calls in Node, wasm memory by stage
+//   node bench/scale.mjs --node --only="keeper.prepare, cold"   # one stage alone
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -54,7 +55,10 @@ if (args.node) {
   console.log(`## ${MESSAGES} messages, ${(Buffer.byteLength(JSON.stringify(messages)) / 1e6).toFixed(1)} MB in Node ${process.version}: wasm memory after each stage (high-water mark)\n`);
   console.log("| stage | ms | wasm memory after | JS heap used after |");
   console.log("| --- | ---: | ---: | ---: |");
-  for (const [name, f] of stages) {
+  // --only=TEXT: the loaded history and the stages whose name starts with TEXT, each alone in
+  // this fresh process (`--only="keeper.prepare, cold"`: the cold prepare's own high-water mark)
+  const only = typeof args.only === "string" ? stages.filter(([name], i) => i === 0 || name.startsWith(args.only)) : stages;
+  for (const [name, f] of only) {
     const start = performance.now();
     await f();
     const ms = performance.now() - start;

@@ -31,6 +31,8 @@
 //! an overlay ([`super::state`]), so that given the full history again the marker is
 //! re-applied without calling the summarizer.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -181,7 +183,7 @@ pub fn archive_prefix(session_id: &str) -> Vec<String> {
 pub struct SummaryRequest {
     /// The messages to summarize, in the conversation's format.
     #[cfg_attr(target_arch = "wasm32", tsify(type = "unknown[]"))]
-    pub messages: Vec<Value>,
+    pub messages: MessageValues,
     /// The summary they follow (the previous marker's), to fold in.
     pub previous_summary: Option<String>,
     /// The prompt.
@@ -190,6 +192,96 @@ pub struct SummaryRequest {
     pub target_tokens: u64,
     /// The messages as a readable transcript, cut to the transcript budget.
     pub transcript: String,
+}
+
+/// Messages that serialize as the list of their JSON ([`Message::to_value`]), one message at
+/// a time: the JSON of a whole span is never built as one tree (for a 10 MB history, that tree
+/// held as much memory again as the history).
+#[derive(Clone, Debug, Default)]
+pub struct MessageValues(Vec<Message>);
+
+impl MessageValues {
+    /// The messages (shared, not copied).
+    pub fn new(messages: Vec<Message>) -> MessageValues {
+        MessageValues(messages)
+    }
+
+    /// Each message's JSON.
+    pub fn to_values(&self) -> Vec<Value> {
+        self.0.iter().map(Message::to_value).collect()
+    }
+
+    /// The messages.
+    pub fn messages(&self) -> &[Message] {
+        &self.0
+    }
+
+    /// How many messages.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl PartialEq for MessageValues {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.len() == other.0.len()
+            && (self.0.iter().zip(&other.0)).all(|(a, b)| a == b || a.to_value() == b.to_value())
+    }
+}
+
+impl Serialize for MessageValues {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(self.0.iter().map(Message::to_value))
+    }
+}
+
+/// An archive as it is written: what [`ArchiveRecord`] reads back, its messages serialized one
+/// at a time.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ArchiveOut<'a> {
+    pub version: u32,
+    pub number: u32,
+    pub format: Format,
+    pub previous: Option<&'a [String]>,
+    pub messages: &'a MessageValues,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub continues: bool,
+}
+
+/// Counts the bytes written to it.
+struct Len(usize);
+
+impl std::io::Write for Len {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl ArchiveOut<'_> {
+    /// The archive's JSON, in a buffer of its exact size: a first pass measures it (each
+    /// message's JSON made and dropped), so the buffer never grows by doubling, which held up
+    /// to three times the archive's size at once.
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
+        let mut len = Len(0);
+        if serde_json::to_writer(&mut len, self).is_err() {
+            return Vec::new();
+        }
+        let mut out = Vec::with_capacity(len.0);
+        match serde_json::to_writer(&mut out, self) {
+            Ok(()) => out,
+            Err(_) => Vec::new(),
+        }
+    }
 }
 
 /// The archive as stored (JSON).
@@ -1150,27 +1242,32 @@ impl CompactPlan {
             span_chain.to_hex().get(..16).unwrap_or_default()
         );
         let key = archive_key(&self.options.session_id, &self.name);
-        let record = ArchiveRecord {
+        let budget =
+            usize::try_from(self.options.transcript_tokens.saturating_mul(4)).unwrap_or(usize::MAX);
+        // NOTE: the summarizer's transcript first: what its tries take is given back before
+        // the archive's two copies of the span are made, not taken on top of them.
+        let transcript = transcript::render(span, body_start, Some(budget));
+        let messages = MessageValues::new(span.to_vec());
+        let record = ArchiveOut {
             version: 1,
             number: self.number,
             format,
-            previous: work.previous.as_ref().map(|p| p.key.clone()),
-            messages: span.iter().map(Message::to_value).collect(),
+            previous: work.previous.as_ref().map(|p| p.key.as_slice()),
+            messages: &messages,
             continues: self.continues,
         };
+        let archive = record.to_bytes();
         let markdown = transcript::render(span, body_start, None);
         self.saves = vec![
             Save {
                 key: key.clone(),
-                bytes: serde_json::to_vec(&record).unwrap_or_default(),
+                bytes: archive,
             },
             Save {
                 key: archive_key(&self.options.session_id, &format!("{}.md", self.name)),
                 bytes: markdown.into_bytes(),
             },
         ];
-        let budget =
-            usize::try_from(self.options.transcript_tokens.saturating_mul(4)).unwrap_or(usize::MAX);
         let prompt = self
             .options
             .prompt
@@ -1178,11 +1275,11 @@ impl CompactPlan {
             .unwrap_or(DEFAULT_PROMPT)
             .replace("{targetTokens}", &self.options.target_tokens.to_string());
         self.request = Some(SummaryRequest {
-            messages: record.messages,
+            messages,
             previous_summary: work.previous.as_ref().map(|p| p.summary.clone()),
             prompt,
             target_tokens: self.options.target_tokens,
-            transcript: transcript::render(span, body_start, Some(budget)),
+            transcript,
         });
         if self.options.flush {
             self.flush = flush::request(
@@ -1249,6 +1346,12 @@ impl CompactPlan {
                 }),
             })
             .collect();
+        // NOTE: the archive and the request went to the host; what follows needs neither,
+        // and on a 10 MB history they hold as much memory as the history again.
+        self.request = None;
+        for save in &mut self.saves {
+            save.bytes = Vec::new();
+        }
         if !failures.is_empty() {
             let reason = format!(
                 "the archive could not be stored ({}); nothing was replaced",
@@ -1304,20 +1407,22 @@ impl CompactPlan {
             return self.failed(Phase::Check, reason, flush);
         }
         // pin what the summary lost and the work still names
-        let span_texts: Vec<String> = span
+        // NOTE: the texts borrowed where they can be (a copy of every text of a 10 MB span
+        // held as much memory again).
+        let span_texts: Vec<Cow<'_, str>> = span
             .iter()
-            .flat_map(|m| facts::message_texts(m).into_iter().map(|t| t.into_owned()))
-            .chain(previous_summary.map(str::to_owned))
+            .flat_map(facts::message_texts)
+            .chain(previous_summary.map(Cow::Borrowed))
             .collect();
         let kept_from = work.split + usize::from(tail.is_some());
-        let keep_texts: Vec<String> = tail
+        let keep_texts: Vec<Cow<'_, str>> = tail
             .iter()
             .chain(messages.get(kept_from..).unwrap_or_default())
-            .flat_map(|m| facts::message_texts(m).into_iter().map(|t| t.into_owned()))
-            .chain(first_request.map(str::to_owned))
+            .flat_map(facts::message_texts)
+            .chain(first_request.map(Cow::Borrowed))
             .collect();
-        let span_refs: Vec<&str> = span_texts.iter().map(String::as_str).collect();
-        let keep_refs: Vec<&str> = keep_texts.iter().map(String::as_str).collect();
+        let span_refs: Vec<&str> = span_texts.iter().map(AsRef::as_ref).collect();
+        let keep_refs: Vec<&str> = keep_texts.iter().map(AsRef::as_ref).collect();
         let mut pinned =
             facts::missing_facts(&span_refs, &keep_refs, &text, self.options.max_pinned);
         let mut summary = facts::pin(&text, &pinned);

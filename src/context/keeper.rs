@@ -424,9 +424,9 @@ impl From<compact::CompactError> for PrepareError {
 
 #[derive(Debug)]
 enum Stage {
-    /// Offloads planned, which of them the state knows as stored, and the saves to ask for
-    /// (the others).
-    Offload(Box<OffloadPlan>, Vec<bool>, Vec<Save>),
+    /// Offloads planned, which of them the state knows as stored, the saves to ask for (the
+    /// others, taken out of the plan), and each save's size.
+    Offload(Box<OffloadPlan>, Vec<bool>, Vec<Save>, Vec<u64>),
     /// Decide the tiers.
     Decide,
     /// Waiting for the flush; then compact (`true`) or finish.
@@ -535,18 +535,14 @@ impl Prepare {
                 offload.limit_tokens = Some(budget.offload_at);
                 offload.session_id = call.session_id.clone();
                 offload.model = offload.model.or_else(|| options.model.clone());
-                let plan = offload::plan_sites(conv.clone(), &offload, &paired.1);
+                let mut plan = offload::plan_sites(conv.clone(), &offload, &paired.1);
                 let known: Vec<bool> = plan
                     .ids()
                     .map(|id| state.keeper.offloaded.contains(id))
                     .collect();
-                let asked = plan
-                    .saves()
-                    .zip(&known)
-                    .filter(|(_, k)| !**k)
-                    .map(|(s, _)| s.clone())
-                    .collect();
-                Stage::Offload(Box::new(plan), known, asked)
+                let bytes = plan.saves().map(|s| s.bytes.len() as u64).collect();
+                let asked = plan.take_saves(|i| !known.get(i).copied().unwrap_or(false));
+                Stage::Offload(Box::new(plan), known, asked, bytes)
             }
         };
         report.budget = budget;
@@ -605,7 +601,7 @@ impl Prepare {
     pub fn next(&mut self, counter: &mut Counter) -> Result<Need<'_>, PrepareError> {
         loop {
             match &self.stage {
-                Stage::Offload(_, known, asked) => {
+                Stage::Offload(_, known, asked, _) => {
                     // NOTE: the saves the state already confirmed are not asked for again.
                     if asked.is_empty() {
                         let all = vec![Outcome::Saved; known.len()];
@@ -622,7 +618,7 @@ impl Prepare {
             }
         }
         Ok(match &self.stage {
-            Stage::Offload(_, _, asked) => Need::Saves(asked),
+            Stage::Offload(_, _, asked, _) => Need::Saves(asked),
             Stage::Flushing(request, _) => Need::Flush(request),
             Stage::Compacting(plan) => Need::Compact {
                 saves: plan.saves(),
@@ -634,7 +630,7 @@ impl Prepare {
 
     /// The outcomes of the saves [`Need::Saves`] asked for, in order.
     pub fn saved(&mut self, outcomes: &[Outcome]) {
-        let Stage::Offload(_, known, _) = &self.stage else {
+        let Stage::Offload(_, known, _, _) = &self.stage else {
             return;
         };
         let mut asked = outcomes.iter();
@@ -652,12 +648,13 @@ impl Prepare {
     }
 
     fn apply_offloads(&mut self, outcomes: &[Outcome]) {
-        let Stage::Offload(plan, known, _) = std::mem::replace(&mut self.stage, Stage::Decide)
+        let Stage::Offload(plan, known, asked, bytes) =
+            std::mem::replace(&mut self.stage, Stage::Decide)
         else {
             return;
         };
+        drop(asked);
         let ids: Vec<String> = plan.ids().map(str::to_owned).collect();
-        let bytes: Vec<u64> = plan.saves().map(|s| s.bytes.len() as u64).collect();
         let done = plan.apply(outcomes);
         for (i, outcome) in outcomes.iter().enumerate() {
             let fresh = !known.get(i).copied().unwrap_or(true);

@@ -376,6 +376,18 @@ impl OffloadPlan {
         self.steps.iter().map(|s| &s.save)
     }
 
+    /// Takes out the saves for which `take(i)` holds (`i` in the order of the saves), leaving
+    /// each one's key: the driver is handed them without a copy of every offloaded result.
+    pub(crate) fn take_saves(&mut self, take: impl Fn(usize) -> bool) -> Vec<Save> {
+        (self.steps.iter_mut().enumerate())
+            .filter(|(i, _)| take(*i))
+            .map(|(_, step)| Save {
+                key: step.save.key.clone(),
+                bytes: std::mem::take(&mut step.save.bytes),
+            })
+            .collect()
+    }
+
     /// The id of each offload, in the order of the saves.
     pub fn ids(&self) -> impl Iterator<Item = &str> {
         self.steps.iter().map(|s| match &s.edit.original {

@@ -44,8 +44,9 @@ use tsify::Tsify;
 
 use super::compact::{
     allowed_cuts, archive_key, blocks_of, check_summary, has_results, latest_marker,
-    marker_message, marker_shape, ArchiveRecord, MarkerInfo, MarkerShape, Phase, SaveFailure,
-    SummaryOutcome, SummaryRequest, DEFAULT_MAX_PINNED, DEFAULT_PROMPT, DEFAULT_TRANSCRIPT_TOKENS,
+    marker_message, marker_shape, ArchiveOut, MarkerInfo, MarkerShape, MessageValues, Phase,
+    SaveFailure, SummaryOutcome, SummaryRequest, DEFAULT_MAX_PINNED, DEFAULT_PROMPT,
+    DEFAULT_TRANSCRIPT_TOKENS,
 };
 use super::facts::{self, Fact};
 use super::state::{chain, Chain};
@@ -1290,22 +1291,23 @@ impl RollingPlan {
             span_chain.to_hex().get(..16).unwrap_or_default()
         );
         fold.key = archive_key(&self.options.session_id, &name);
-        let record = ArchiveRecord {
+        let messages = MessageValues::new(fold.span.clone());
+        let record = ArchiveOut {
             version: 1,
             number: fold.number,
             format: self.format,
             previous: previous
                 .as_ref()
-                .map(|p| p.key.clone())
+                .map(|p| p.key.as_slice())
                 .filter(|k| !k.is_empty()),
-            messages: fold.span.iter().map(Message::to_value).collect(),
+            messages: &messages,
             continues: false,
         };
         let first = span_pieces.first().map_or(0, |p| p.index);
         self.saves = vec![
             Save {
                 key: fold.key.clone(),
-                bytes: serde_json::to_vec(&record).unwrap_or_default(),
+                bytes: record.to_bytes(),
             },
             Save {
                 key: archive_key(&self.options.session_id, &format!("{name}.md")),
@@ -1321,7 +1323,7 @@ impl RollingPlan {
             .unwrap_or(DEFAULT_PROMPT)
             .replace("{targetTokens}", &self.budgets.summary.to_string());
         self.request = Some(SummaryRequest {
-            messages: record.messages,
+            messages,
             previous_summary: previous.as_ref().map(|p| p.summary.clone()),
             prompt,
             target_tokens: self.budgets.summary,

@@ -7,7 +7,7 @@
 //! copy that round-trips.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
+use std::fmt::Write;
 
 use serde_json::Value;
 
@@ -28,8 +28,7 @@ pub fn render(messages: &[Message], first: usize, budget: Option<usize>) -> Stri
     };
     let mut cap = budget;
     loop {
-        let out = render_with(messages, first, Some(cap));
-        if utf16_len(&out) <= budget {
+        if let Some(out) = render_within(messages, first, cap, budget) {
             return out;
         }
         if cap <= MIN_PART_UNITS {
@@ -46,7 +45,11 @@ fn elide_middle(messages: &[Message], first: usize, budget: usize, cap: usize) -
     let sections: Vec<String> = messages
         .iter()
         .enumerate()
-        .map(|(i, m)| section(m, first + i, Some(cap), &names))
+        .map(|(i, m)| {
+            let mut out = String::new();
+            section(&mut out, m, first + i, Some(cap), &names);
+            out
+        })
         .collect();
     let head_budget = budget / 3;
     let mut used = 0;
@@ -85,13 +88,48 @@ fn elide_middle(messages: &[Message], first: usize, budget: usize, cap: usize) -
     out
 }
 
+/// Everything, whole, in a buffer of the exact size: a first pass measures each section
+/// without keeping it, so the buffer of a 10 MB span's transcript never grows by doubling.
 fn render_with(messages: &[Message], first: usize, cap: Option<usize>) -> String {
     let names = call_names(messages);
-    let mut out = String::new();
+    let mut len = Len(0);
     for (i, message) in messages.iter().enumerate() {
-        out.push_str(&section(message, first + i, cap, &names));
+        section(&mut len, message, first + i, cap, &names);
+    }
+    let mut out = String::with_capacity(len.0);
+    for (i, message) in messages.iter().enumerate() {
+        section(&mut out, message, first + i, cap, &names);
     }
     out
+}
+
+/// The transcript with texts cut to `cap`, when it is no longer than `budget` UTF-16 units;
+/// `None` as soon as it is longer (what was written so far dropped).
+fn render_within(messages: &[Message], first: usize, cap: usize, budget: usize) -> Option<String> {
+    let names = call_names(messages);
+    let mut out = String::new();
+    let mut units = 0;
+    let mut one = String::new();
+    for (i, message) in messages.iter().enumerate() {
+        one.clear();
+        section(&mut one, message, first + i, Some(cap), &names);
+        units += utf16_len(&one);
+        if units > budget {
+            return None;
+        }
+        out.push_str(&one);
+    }
+    Some(out)
+}
+
+/// Counts the bytes written to it.
+struct Len(usize);
+
+impl Write for Len {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0 += s.len();
+        Ok(())
+    }
 }
 
 /// The tool name of each call id, for results that do not name their tool (OpenAI `tool`
@@ -139,7 +177,7 @@ fn fence(text: &str) -> String {
     "`".repeat((longest + 1).max(3))
 }
 
-fn fenced(out: &mut String, text: &str) {
+fn fenced(out: &mut impl Write, text: &str) {
     let f = fence(text);
     let _ = writeln!(out, "{f}\n{text}\n{f}");
 }
@@ -165,14 +203,15 @@ fn media_note(raw: &Value) -> String {
     }
 }
 
-/// One message's section.
+/// One message's section, written to `out`.
 fn section(
+    out: &mut impl Write,
     message: &Message,
     index: usize,
     cap: Option<usize>,
     names: &HashMap<&str, &str>,
-) -> String {
-    let mut out = format!("### {index}. {}\n\n", message.role().name());
+) {
+    let _ = write!(out, "### {index}. {}\n\n", message.role().name());
     for part in message.parts() {
         match part.kind() {
             PartKind::Text => {
@@ -190,9 +229,11 @@ fn section(
                 for line in text.lines() {
                     let _ = writeln!(out, "> {line}");
                 }
-                out.push('\n');
+                let _ = out.write_char('\n');
             }
-            PartKind::RedactedReasoning => out.push_str("[redacted thinking]\n\n"),
+            PartKind::RedactedReasoning => {
+                let _ = out.write_str("[redacted thinking]\n\n");
+            }
             PartKind::Image | PartKind::File => {
                 let _ = writeln!(out, "{}\n", media_note(part.raw()));
             }
@@ -205,10 +246,10 @@ fn section(
                     None => String::new(),
                 };
                 let _ = writeln!(out, "Tool call `{name}` ({id}):");
-                fenced(&mut out, &capped(&input, cap));
-                out.push('\n');
+                fenced(out, &capped(&input, cap));
+                let _ = out.write_char('\n');
                 if part.holds_result() {
-                    result_section(&mut out, part, name, id, cap);
+                    result_section(out, part, name, id, cap);
                 }
             }
             PartKind::ToolResult => {
@@ -216,7 +257,7 @@ fn section(
                 let name = (part.tool_name())
                     .or_else(|| names.get(id).copied())
                     .unwrap_or("tool");
-                result_section(&mut out, part, name, id, cap);
+                result_section(out, part, name, id, cap);
             }
             PartKind::Unknown => {
                 let ty = part.raw().get("type").and_then(Value::as_str);
@@ -225,11 +266,10 @@ fn section(
             PartKind::UiOnly => {}
         }
     }
-    out
 }
 
 fn result_section(
-    out: &mut String,
+    out: &mut impl Write,
     part: &crate::messages::Part,
     name: &str,
     id: &str,
@@ -247,7 +287,7 @@ fn result_section(
         text.push('\n');
     }
     fenced(out, capped(text.trim_end_matches('\n'), cap).as_ref());
-    out.push('\n');
+    let _ = out.write_char('\n');
 }
 
 #[cfg(test)]

@@ -121,7 +121,7 @@ fn the_archive_holds_the_span_as_json_and_markdown() {
     assert_eq!(record.previous, None);
     let whole = input.as_array().unwrap();
     let request = p.summary_request().unwrap();
-    assert_eq!(record.messages, request.messages);
+    assert_eq!(record.messages, request.messages.to_values());
     assert_eq!(record.messages[0], whole[2]);
     let md = String::from_utf8(saves[1].bytes.clone()).unwrap();
     assert!(md.contains("### 2. assistant") && md.contains("Tool call `bash` (call_0)"));
