@@ -3,9 +3,9 @@
 //! The generated tables (see `build.rs` and their layout in `layout.rs`) hold every token's
 //! bytes in sorted, front-coded form and its rank packed in a few bits, with a directory of
 //! each two-byte prefix's run of tokens. They are read in place: loading reads the ranks of the
-//! 256 bytes, adds up the directory (a few thousand groups' starts) and allocates empty
-//! indices; a first byte's prefix entries are copied into the
-//! index, and a prefix's tokens decoded into its small open-addressing table, when a key
+//! 256 bytes and allocates empty indices; a first byte's prefix entries are built into the
+//! index (from its two-byte tokens and the groups' directory), and a prefix's tokens decoded
+//! into its small open-addressing table, when a key
 //! that needs them is first looked up (see [`Vocab`]). Nothing is parsed from text and no
 //! per-token allocation is made.
 
@@ -158,8 +158,9 @@ const UNREAD: u32 = 0;
 /// building all of them, one small table at a time, in cache.
 ///
 /// The prefix index is filled the same way, a first byte at a time: loading allocates it
-/// zeroed ([`UNREAD`]) and reads nothing else but the ranks of the 256 bytes and the groups'
-/// directory, so an encoding
+/// zeroed ([`UNREAD`]) and reads nothing else but the ranks of the 256 bytes (the groups'
+/// directory is read a group at a time too: a group's start is its checkpoint's plus at most
+/// `CHECKPOINT - 1` groups, added when its table is built), so an encoding
 /// is ready in microseconds of native time (and little more in V8's baseline tier, which runs
 /// a module's first calls).
 ///
