@@ -1,4 +1,4 @@
-//! Calibrates and checks the table-free estimator (`src/estimate.rs`) against exact o200k_base
+//! Calibrates and checks the table-free estimator (`engine/src/estimate.rs`) against exact o200k_base
 //! counts, per message of the bench corpora.
 //!
 //! ```text
@@ -26,7 +26,7 @@
 //! against exact counting on the host.
 //!
 //! With `--fit` it first refits `WEIGHTS` on the fit half only and prints the new array to paste
-//! into `src/estimate.rs`; the report then uses the refitted weights. The fit minimises the mean
+//! into `engine/src/estimate.rs`; the report then uses the refitted weights. The fit minimises the mean
 //! relative error per message, each class weighted equally, and inside the multilingual class
 //! each message in a widely used language `FIT_MAJOR` times the others (default 1), the class
 //! keeping its share (iteratively reweighted least squares for the L1 objective, a small ridge
@@ -53,7 +53,7 @@
 
 // The estimator's source, compiled into this example to reach its counters and weights.
 #[allow(dead_code)]
-#[path = "../src/estimate.rs"]
+#[path = "../engine/src/estimate.rs"]
 mod estimate;
 
 use std::time::Instant;

@@ -78,9 +78,12 @@ if (!dev && !optimize) console.warn("build: wasm-opt skipped (npm's binaryen is 
 const stagedDir = (entry) => join(staging, entry.dir || "_default");
 const packageDir = (entry) => join(out, entry.dir);
 
+/** The workspace's counting engine (engine/), whose build script writes the tables. */
+const ENGINE = "context-keeper-engine";
+
 /**
- * `cargo build` of the crate for wasm32 with `features` (and `env`); returns its OUT_DIR, where
- * build.rs wrote the tables.
+ * `cargo build` of the crate for wasm32 with `features` (and `env`); returns the engine's
+ * OUT_DIR, where engine/build.rs wrote the tables.
  */
 function cargoBuild(features, env = {}) {
   const args = ["build", "--lib", "--target", "wasm32-unknown-unknown", "--no-default-features",
@@ -90,8 +93,8 @@ function cargoBuild(features, env = {}) {
   const json = run("cargo", args, { stdio: ["inherit", "pipe", "inherit"], encoding: "utf8",
     maxBuffer: 64 << 20, env: { ...process.env, ...env } });
   const outDir = json.split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line))
-    .find((m) => m.reason === "build-script-executed" && m.package_id.includes(cargo.package.name))?.out_dir;
-  if (!outDir) throw new Error("cargo build: no OUT_DIR reported for the crate's build script");
+    .find((m) => m.reason === "build-script-executed" && m.package_id.includes(ENGINE))?.out_dir;
+  if (!outDir) throw new Error(`cargo build: no OUT_DIR reported for ${ENGINE}'s build script`);
   return outDir;
 }
 
@@ -122,7 +125,7 @@ function bindgen(dir, targetList) {
 
 /** The staged Node build of an entry with `node-features`, and the tables files it reads. */
 const hostStagedDir = (entry) => join(stagedDir(entry), "_host");
-/** The Cargo features that add an encoding; build.rs writes each one's `<feature>.tables`. */
+/** The Cargo features that add an encoding; engine/build.rs writes each one's `<feature>.tables`. */
 const ENCODING_FEATURES = ["o200k", "cl100k"];
 
 rmSync(staging, { recursive: true, force: true });

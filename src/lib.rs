@@ -26,12 +26,12 @@
     )
 )]
 
-pub mod bpe;
+// NOTE: the counting engine is a crate of its own (engine/), built for speed while this one is
+// built for size; its modules are this crate's API under the same names.
+pub use context_keeper_engine::{bpe, encoding, estimate};
 pub mod context;
 pub mod count;
 pub mod counting;
-pub mod encoding;
-pub mod estimate;
 pub mod messages;
 pub mod model;
 mod text_counts;

@@ -1,5 +1,5 @@
 //! The Node reader of the engine's tables files (Cargo feature `host-tables`; see
-//! `src/bpe/host.rs`): each `<enc>.tables` is read with Node's `fs` straight into linear memory.
+//! `engine/src/bpe/host.rs`): each `<enc>.tables` is read with Node's `fs` straight into linear memory.
 
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;

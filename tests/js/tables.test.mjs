@@ -1,5 +1,5 @@
 // The main entry's Node build reads each encoding's tables from `node/<enc>.tables` on the
-// first use of that encoding (Cargo feature `host-tables`, src/bpe/host.rs). Each case runs in
+// first use of that encoding (Cargo feature `host-tables`, engine/src/bpe/host.rs). Each case runs in
 // a fresh process, on a copy of the package where it needs to break a file.
 import { test } from "node:test";
 import assert from "node:assert/strict";

@@ -1,6 +1,6 @@
 //! The encodings this crate counts with, and the errors counting reports: a leaf module that
 //! imports neither the engine ([`crate::bpe`]) nor the conversation counter
-//! ([`crate::counting`]), so both can name them without importing each other.
+//! (context-keeper's `counting`), so both can name them without importing each other.
 
 use std::fmt;
 use std::str::FromStr;

@@ -2100,11 +2100,11 @@ pub(crate) fn features(text: &str) -> [u64; FEATURES] {
 /// Estimates the number of o200k_base tokens in `text` without any tables.
 ///
 /// It is fast (a single pass, no allocation) and usually within a few percent of the exact
-/// count on prose, code and JSON; use [`crate::count_tokens`] when the exact number matters.
+/// count on prose, code and JSON; use `context_keeper::count_tokens` when the exact number matters.
 /// It is 0 only for the empty string.
 ///
 /// ```
-/// use context_keeper::estimate_tokens;
+/// use context_keeper_engine::estimate_tokens;
 /// assert_eq!(estimate_tokens(""), 0);
 /// // 12 tokens exactly.
 /// let text = "The estimate counts words, digits and punctuation without any vocabulary.";
@@ -2116,7 +2116,8 @@ pub fn estimate_tokens(text: &str) -> usize {
 
 /// [`estimate_tokens`] of the UTF-8 bytes of a text. Any bytes give an estimate (no check, no
 /// panic); for the bytes of a `&str` it is [`estimate_tokens`]'s.
-pub(crate) fn estimate_utf8(text: &[u8]) -> usize {
+#[doc(hidden)]
+pub fn estimate_utf8(text: &[u8]) -> usize {
     if text.is_empty() {
         return 0;
     }

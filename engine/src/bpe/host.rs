@@ -17,13 +17,13 @@ use std::sync::OnceLock;
 /// Reads `<name>.tables`, which is `len` bytes long in this build, and keeps its bytes for the
 /// life of the program. A file of another length is refused here (shorter) or by
 /// `Source::parse` (longer, or another build's).
-pub(crate) type Reader = fn(name: &str, len: usize) -> Result<&'static [u8], String>;
+pub type Reader = fn(name: &str, len: usize) -> Result<&'static [u8], String>;
 
 static READER: OnceLock<Reader> = OnceLock::new();
 
 /// Makes `reader` the way tables are read from now on; the first reader registered stays.
 #[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
-pub(crate) fn set_reader(reader: Reader) {
+pub fn set_reader(reader: Reader) {
     let _ = READER.set(reader);
 }
 

@@ -3,8 +3,9 @@
 //! The generated tables (see `build.rs` and their layout in `layout.rs`) hold every token's
 //! bytes in sorted, front-coded form and its rank packed in a few bits, with a directory of
 //! each two-byte prefix's run of tokens. They are read in place: loading reads the ranks of the
-//! 256 bytes and allocates empty indices; a first byte's prefix entries are copied into the
-//! index, and a prefix's tokens decoded into its small open-addressing table, when a key
+//! 256 bytes and allocates empty indices; a first byte's prefix entries are built into the
+//! index (from its two-byte tokens and the groups' directory), and a prefix's tokens decoded
+//! into its small open-addressing table, when a key
 //! that needs them is first looked up (see [`Vocab`]). Nothing is parsed from text and no
 //! per-token allocation is made.
 
@@ -14,7 +15,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 
 use super::layout::{
-    GROUP_NONE, GROUP_RECORD, PAIR_BITS, PAIR_NONE, PREFIX_RECORD, ROWS, SPLIT, TABLES_HEADER,
+    CHECKPOINT, GROUP_NONE, GROUP_RECORD, PAIR_BITS, PAIR_NONE, PARTS, ROWS, SPLIT, TABLES_HEADER,
     TABLES_MAGIC,
 };
 
@@ -60,12 +61,14 @@ const CHUNK_KEEP: usize = 15 * 1024;
 /// The generated tables of one encoding.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Source {
+    /// Each token's shared and rest lengths of its front coding in `tokens`.
+    pub(crate) heads: &'static [u8],
     pub(crate) tokens: &'static [u8],
     pub(crate) ranks: &'static [u8],
     /// The ranks of the one-byte tokens.
     pub(crate) short: &'static [u8],
-    /// The entry of each two-byte prefix, by first byte.
-    pub(crate) prefixes: &'static [u8],
+    /// The two-byte tokens, by first byte.
+    pub(crate) pairs: &'static [u8],
     /// The directory of `tokens` by two-byte prefix (and third byte, for split prefixes).
     pub(crate) groups: &'static [u8],
     /// The groups of each split prefix, by third byte.
@@ -92,7 +95,7 @@ impl Source {
                 "the file is from another build (tables {found:016x}, this build has {id:016x})"
             ));
         }
-        let mut parts = [&[][..]; 6];
+        let mut parts = [&[][..]; PARTS];
         let mut at = TABLES_HEADER;
         for (i, part) in parts.iter_mut().enumerate() {
             let len = word(24 + 4 * i) as usize;
@@ -104,12 +107,13 @@ impl Source {
         if at != file.len() {
             return Err(format!("{} bytes after the tables", file.len() - at));
         }
-        let [tokens, ranks, short, prefixes, groups, splits] = parts;
+        let [heads, tokens, ranks, short, pairs, groups, splits] = parts;
         Ok(Source {
+            heads,
             tokens,
             ranks,
             short,
-            prefixes,
+            pairs,
             groups,
             splits,
             rank_bits: word(16),
@@ -154,7 +158,9 @@ const UNREAD: u32 = 0;
 /// building all of them, one small table at a time, in cache.
 ///
 /// The prefix index is filled the same way, a first byte at a time: loading allocates it
-/// zeroed ([`UNREAD`]) and reads nothing else but the ranks of the 256 bytes, so an encoding
+/// zeroed ([`UNREAD`]) and reads nothing else but the ranks of the 256 bytes (the groups'
+/// directory is read a group at a time too: a group's start is its checkpoint's plus at most
+/// `CHECKPOINT - 1` groups, added when its table is built), so an encoding
 /// is ready in microseconds of native time (and little more in V8's baseline tier, which runs
 /// a module's first calls).
 ///
@@ -174,6 +180,13 @@ pub(crate) struct Vocab {
     prefixes: Box<[AtomicU32]>,
     /// Each group's table, once built.
     tables: Box<[OnceLock<Table>]>,
+    /// The groups, and where their columns, checkpoints and split prefixes are in
+    /// `src.groups`.
+    groups: usize,
+    counts: usize,
+    rests: usize,
+    checkpoints: usize,
+    splits: usize,
     /// The rank of every byte.
     singles: [u32; 256],
 }
@@ -182,12 +195,11 @@ pub(crate) struct Vocab {
 #[derive(Debug, Clone, Copy, Default)]
 struct Group {
     prefix: u16,
-    /// Its first token's header in `src.tokens`, and that token's index.
+    /// Where its first token's bytes start in `src.tokens`, and that token's index.
     pos: u32,
     index: u32,
-    /// Its tokens, and their bytes.
+    /// Its tokens.
     count: u32,
-    bytes: u32,
 }
 
 /// One group's hash table.
@@ -329,12 +341,16 @@ impl Vocab {
         if singles.contains(&NONE) {
             return Err("a byte has no token".into());
         }
-        let records = u32_at(src.prefixes, 4 * ROWS).ok_or_else(bad)? as usize;
-        let groups = src.groups.len() / GROUP_RECORD;
-        if src.prefixes.len() != 4 * (ROWS + 1) + PREFIX_RECORD * records
-            || src.groups.len() % GROUP_RECORD != 0
+        let pairs = u32_at(src.pairs, 4 * ROWS).ok_or_else(bad)? as usize;
+        let groups = u32_at(src.groups, 0).ok_or_else(bad)? as usize;
+        let counts = 4 + 2 * groups;
+        let rests = counts + 2 * groups;
+        let checkpoints = 4 + GROUP_RECORD * groups;
+        let splits = checkpoints + 8 * groups.div_ceil(CHECKPOINT);
+        if src.pairs.len() != 4 * (ROWS + 1) + 5 * pairs
+            || groups >= SPLIT as usize
             || src.splits.len() % (2 * ROWS) != 0
-            || groups >= usize::from(u16::MAX)
+            || src.groups.len() != splits + 2 * (src.splits.len() / (2 * ROWS))
         {
             return Err(bad());
         }
@@ -342,20 +358,61 @@ impl Vocab {
             src,
             prefixes: (0..PREFIXES).map(|_| AtomicU32::new(UNREAD)).collect(),
             tables: (0..groups).map(|_| OnceLock::new()).collect(),
+            groups,
+            counts,
+            rests,
+            checkpoints,
+            splits,
             singles,
         })
     }
 
-    /// Group `gi`'s record.
+    /// The prefix of group `gi`.
+    fn prefix_of(&self, gi: usize) -> Option<u16> {
+        let at = 4 + 2 * gi;
+        let p = self.src.groups.get(at..at + 2)?;
+        Some(u16::from_be_bytes([*p.first()?, *p.get(1)?]))
+    }
+
+    /// The first group whose prefix is `prefix` or after it (the groups are in prefix order).
+    fn first_group_from(&self, prefix: u16) -> usize {
+        let (mut lo, mut hi) = (0, self.groups);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.prefix_of(mid).is_some_and(|p| p < prefix) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// Group `gi`'s directory entry: its checkpoint's start plus the groups after that.
     fn group(&self, gi: usize) -> Option<Group> {
-        let at = gi.checked_mul(GROUP_RECORD)?;
-        let rec = self.src.groups.get(at..at + GROUP_RECORD)?;
+        if gi >= self.groups {
+            return None;
+        }
+        let g = self.src.groups;
+        let count_of = |i: usize| {
+            let at = self.counts + 2 * i;
+            Some(u32::from(u16::from_le_bytes([
+                *g.get(at)?,
+                *g.get(at + 1)?,
+            ])))
+        };
+        let first = gi - gi % CHECKPOINT;
+        let at = self.checkpoints + 8 * (first / CHECKPOINT);
+        let (mut pos, mut index) = (u32_at(g, at)?, u32_at(g, at + 4)?);
+        for i in first..gi {
+            pos = pos.checked_add(u32_at(g, self.rests + 4 * i)?)?;
+            index = index.checked_add(count_of(i)?)?;
+        }
         Some(Group {
-            prefix: u16::from_be_bytes([*rec.first()?, *rec.get(1)?]),
-            count: u32::from(u16::from_le_bytes([*rec.get(2)?, *rec.get(3)?])),
-            pos: u32_at(rec, 4)?,
-            index: u32_at(rec, 8)?,
-            bytes: u32_at(rec, 12)?,
+            prefix: self.prefix_of(gi)?,
+            pos,
+            index,
+            count: count_of(gi)?,
         })
     }
 
@@ -366,20 +423,47 @@ impl Vocab {
     fn row_first_use(&self, b0: u8, index: usize) -> u32 {
         let row = usize::from(b0);
         let mut entries = [PAIR_NONE | (GROUP_NONE << PAIR_BITS); ROWS];
-        let (Some(from), Some(to)) = (
-            u32_at(self.src.prefixes, 4 * row),
-            u32_at(self.src.prefixes, 4 * (row + 1)),
+        let (Some(from), Some(to), Some(pairs)) = (
+            u32_at(self.src.pairs, 4 * row),
+            u32_at(self.src.pairs, 4 * (row + 1)),
+            u32_at(self.src.pairs, 4 * ROWS),
         ) else {
             return NONE;
         };
-        let base = 4 * (ROWS + 1);
+        // The two-byte tokens: their second bytes, then their ranks.
+        let seconds = 4 * (ROWS + 1);
+        let ranks = seconds + pairs as usize;
         for r in from as usize..to as usize {
-            let at = base + PREFIX_RECORD * r;
-            if let (Some(&b1), Some(entry)) =
-                (self.src.prefixes.get(at), u32_at(self.src.prefixes, at + 1))
-            {
+            if let (Some(&b1), Some(rank)) = (
+                self.src.pairs.get(seconds + r),
+                u32_at(self.src.pairs, ranks + 4 * r),
+            ) {
                 if let Some(e) = entries.get_mut(usize::from(b1)) {
-                    *e = entry;
+                    *e = (rank & PAIR_NONE) | (GROUP_NONE << PAIR_BITS);
+                }
+            }
+        }
+        // Each prefix's longer tokens: a group by its index, or a split prefix (whose blocks
+        // are groups of their own) by its index in `src.splits`.
+        let from = self.first_group_from((row as u16) << 8);
+        let to = match row {
+            255 => self.groups,
+            _ => self.first_group_from((row as u16 + 1) << 8),
+        };
+        for gi in from..to {
+            if let Some(prefix) = self.prefix_of(gi) {
+                if let Some(e) = entries.get_mut(usize::from(prefix & 0xff)) {
+                    *e = (*e & PAIR_NONE) | ((gi as u32) << PAIR_BITS);
+                }
+            }
+        }
+        let splits = self.src.groups.get(self.splits..).unwrap_or_default();
+        for (si, p) in splits.chunks_exact(2).enumerate() {
+            if let &[p0, p1] = p {
+                if usize::from(p0) == row {
+                    if let Some(e) = entries.get_mut(usize::from(p1)) {
+                        *e = (*e & PAIR_NONE) | ((SPLIT | si as u32) << PAIR_BITS);
+                    }
                 }
             }
         }
@@ -400,8 +484,16 @@ impl Vocab {
         let group = self.group(gi).unwrap_or_default();
         let cap = group.count as usize * 2;
         let mut slots = vec![0u64; cap].into_boxed_slice();
-        // NOTE: sized for all its tokens' bytes up front, so it is never reallocated.
-        let mut rest_bytes: Vec<u8> = Vec::with_capacity(group.bytes as usize + 8);
+        let heads = (self.src.heads)
+            .get(2 * group.index as usize..2 * (group.index + group.count) as usize)
+            .unwrap_or_default();
+        // NOTE: sized for its stored tokens' bytes up front, so it is never reallocated.
+        let stored: usize = (heads.chunks_exact(2))
+            .map(|h| h.iter().map(|&n| usize::from(n)).sum::<usize>())
+            .filter(|&len| len > INLINE_MAX)
+            .map(|len| len - 2)
+            .sum();
+        let mut rest_bytes: Vec<u8> = Vec::with_capacity(stored + 8);
         // The current token; the next one keeps the bytes it shares with it in place. The
         // first token of a group shares at most the prefix with the token before it.
         let mut cur = [0u8; 128 + 8];
@@ -410,10 +502,8 @@ impl Vocab {
         cur[1] = b1;
         let mut prev_len = 2usize;
         let mut pos = group.pos as usize;
-        for t in 0..group.count as usize {
-            let (Some(&shared), Some(&rest)) =
-                (self.src.tokens.get(pos), self.src.tokens.get(pos + 1))
-            else {
+        for (t, head) in heads.chunks_exact(2).enumerate() {
+            let &[shared, rest] = head else {
                 break;
             };
             let (shared, rest) = (usize::from(shared), usize::from(rest));
@@ -423,12 +513,12 @@ impl Vocab {
             }
             let (Some(to), Some(from)) = (
                 cur.get_mut(shared..len),
-                self.src.tokens.get(pos + 2..pos + 2 + rest),
+                self.src.tokens.get(pos..pos + rest),
             ) else {
                 break;
             };
             to.copy_from_slice(from);
-            pos += 2 + rest;
+            pos += rest;
             prev_len = len;
             let rank = packed_field(self.src.ranks, group.index as usize + t, self.src.rank_bits)
                 .map_or(NONE as u64, u64::from);

@@ -5,9 +5,10 @@
 //! one file of six tables after a header (the layout is `src/bpe/layout.rs`, shared with the
 //! reader), built into the binary or, with the feature `host-tables`, read at run time:
 //! - the token bytes: every token of three bytes or more in lexicographic order, front-coded:
-//!   for each token one byte "length shared with the previous token", one byte "length of the
-//!   rest", the rest. Sorted front-coded bytes compress far better (gzip) than the same bytes
-//!   in rank order.
+//!   for each token one byte "length shared with the previous token" and one byte "length of
+//!   the rest" (`.head`), and the rest (`.tok`). Sorted front-coded bytes compress far better
+//!   (gzip) than the same bytes in rank order, and the lengths apart from the bytes better
+//!   still.
 //! - the ranks: the rank of each of those tokens, in the same order, packed little-endian in
 //!   the encoding's rank width.
 //! - the rank of each byte; each two-byte prefix's entry (its two-byte token's rank and where
@@ -32,8 +33,7 @@ mod class_bits;
 mod layout;
 use class_bits::{BLOCK_SHIFT, LETTER, LOWERISH, NUMBER, SPACE, UPPERISH};
 use layout::{
-    tables_id, GROUP_NONE, GROUP_RECORD, PAIR_BITS, PAIR_NONE, PREFIX_RECORD, ROWS, SPLIT,
-    TABLES_HEADER, TABLES_MAGIC,
+    tables_id, CHECKPOINT, GROUP_RECORD, PAIR_BITS, PARTS, ROWS, SPLIT, TABLES_HEADER, TABLES_MAGIC,
 };
 
 /// Prefixes with more tokens than this are split into blocks by third byte.
@@ -45,11 +45,8 @@ struct Block {
     prefix: [u8; 2],
     third: Option<u8>,
     count: u32,
-    /// Where its first token starts in `<enc>.tok`, and that token's index.
-    pos: u32,
-    index: u32,
-    /// Its tokens' bytes.
-    bytes: u32,
+    /// Its tokens' bytes in `<enc>.tok`.
+    rest: u32,
 }
 
 /// Code points per block of the two-level class table.
@@ -127,6 +124,7 @@ fn write_encoding(
         short.extend_from_slice(&rank.expect("every byte is a token").to_le_bytes());
     }
     let long: Vec<&(Vec<u8>, u32)> = tokens.iter().filter(|(t, _)| t.len() >= 3).collect();
+    let mut head = Vec::with_capacity(2 * long.len());
     let mut tok = Vec::with_capacity(total);
     let mut ranks = Vec::with_capacity(long.len() * rank_bits as usize / 8 + 8);
     let (mut acc, mut nbits) = (0u64, 0u32);
@@ -138,7 +136,7 @@ fn write_encoding(
         *per_prefix.entry([bytes[0], bytes[1]]).or_default() += 1;
     }
     let mut blocks: Vec<Block> = Vec::new();
-    for (index, (bytes, rank)) in long.iter().enumerate() {
+    for (bytes, rank) in &long {
         let prefix = [bytes[0], bytes[1]];
         let third = (per_prefix[&prefix] > SPLIT_FROM).then_some(bytes[2]);
         if blocks.last().map(|b| (b.prefix, b.third)) != Some((prefix, third)) {
@@ -146,18 +144,16 @@ fn write_encoding(
                 prefix,
                 third,
                 count: 0,
-                pos: tok.len() as u32,
-                index: index as u32,
-                bytes: 0,
+                rest: 0,
             });
         }
         let shared = prev.iter().zip(bytes).take_while(|(a, b)| a == b).count();
-        tok.push(shared as u8);
-        tok.push((bytes.len() - shared) as u8);
+        head.push(shared as u8);
+        head.push((bytes.len() - shared) as u8);
         tok.extend_from_slice(&bytes[shared..]);
         if let Some(b) = blocks.last_mut() {
             b.count += 1;
-            b.bytes += bytes.len() as u32;
+            b.rest += (bytes.len() - shared) as u32;
         }
         prev = bytes;
         acc |= u64::from(*rank) << nbits;
@@ -174,70 +170,69 @@ fn write_encoding(
     // Padding so the reader may always load 4 bytes.
     ranks.extend_from_slice(&[0; 4]);
 
-    // Groups: the whole prefixes' first (their index fits a prefix entry), then the blocks of
-    // split prefixes, found through `<enc>.spl`.
-    let (whole, split): (Vec<&Block>, Vec<&Block>) = blocks.iter().partition(|b| b.third.is_none());
+    // Groups: in the order of `<enc>.tok` (prefix order), each group's index fitting a prefix
+    // entry; a split prefix's blocks are found through `<enc>.spl`.
     assert!(
-        whole.len() < SPLIT as usize && whole.len() + split.len() < usize::from(u16::MAX),
+        blocks.len() < SPLIT as usize,
         "{file}: too many groups for the prefix entry"
     );
-    let mut entries: std::collections::BTreeMap<[u8; 2], u32> = Default::default();
-    for (bytes, rank) in tokens.iter().filter(|(t, _)| t.len() == 2) {
-        entries.insert([bytes[0], bytes[1]], *rank | (GROUP_NONE << PAIR_BITS));
-    }
-    let mut grp = Vec::with_capacity(GROUP_RECORD * blocks.len());
-    let mut spl: Vec<[u16; ROWS]> = Vec::new();
-    for (gi, b) in whole.iter().chain(&split).enumerate() {
-        assert!(
-            b.bytes < 1 << 21,
-            "{file}: a group's bytes exceed the 21-bit offsets"
-        );
-        let entry = entries
-            .entry(b.prefix)
-            .or_insert(PAIR_NONE | (GROUP_NONE << PAIR_BITS));
-        let pair = *entry & PAIR_NONE;
-        match b.third {
-            None => *entry = pair | ((gi as u32) << PAIR_BITS),
-            Some(third) => {
-                if *entry >> PAIR_BITS == GROUP_NONE {
-                    assert!(
-                        spl.len() < (SPLIT - 1) as usize,
-                        "{file}: too many split prefixes"
-                    );
-                    *entry = pair | ((SPLIT | spl.len() as u32) << PAIR_BITS);
-                    spl.push([u16::MAX; ROWS]);
-                }
-                let si = ((*entry >> PAIR_BITS) & !SPLIT) as usize;
-                spl[si][usize::from(third)] = gi as u16;
-            }
-        }
+    let mut grp = Vec::with_capacity(4 + GROUP_RECORD * blocks.len());
+    grp.extend_from_slice(&(blocks.len() as u32).to_le_bytes());
+    for b in &blocks {
         grp.extend_from_slice(&b.prefix);
-        grp.extend_from_slice(
-            &u16::try_from(b.count)
-                .expect("a group of fewer than 65536 tokens")
-                .to_le_bytes(),
-        );
-        grp.extend_from_slice(&b.pos.to_le_bytes());
-        grp.extend_from_slice(&b.index.to_le_bytes());
-        grp.extend_from_slice(&b.bytes.to_le_bytes());
     }
-    let mut pre = Vec::with_capacity(4 * (ROWS + 1) + PREFIX_RECORD * entries.len());
-    let mut records = Vec::with_capacity(PREFIX_RECORD * entries.len());
+    for b in &blocks {
+        let count = u16::try_from(b.count).expect("a group of fewer than 65536 tokens");
+        grp.extend_from_slice(&count.to_le_bytes());
+    }
+    for b in &blocks {
+        grp.extend_from_slice(&b.rest.to_le_bytes());
+    }
+    // Every `CHECKPOINT`-th group's start in `<enc>.tok` and index, so the reader adds up at
+    // most `CHECKPOINT - 1` groups to find one and nothing when it loads.
+    let (mut pos, mut index) = (0u32, 0u32);
+    for (gi, b) in blocks.iter().enumerate() {
+        if gi % CHECKPOINT == 0 {
+            grp.extend_from_slice(&pos.to_le_bytes());
+            grp.extend_from_slice(&index.to_le_bytes());
+        }
+        pos += b.rest;
+        index += b.count;
+    }
+    // The split prefixes, in order (their index in `<enc>.spl`), each with its blocks by third
+    // byte.
+    let mut split_index: std::collections::BTreeMap<[u8; 2], usize> = Default::default();
+    let mut spl: Vec<[u16; ROWS]> = Vec::new();
+    for (gi, b) in blocks.iter().enumerate() {
+        if let Some(third) = b.third {
+            let si = *split_index.entry(b.prefix).or_insert_with(|| {
+                grp.extend_from_slice(&b.prefix);
+                spl.push([u16::MAX; ROWS]);
+                spl.len() - 1
+            });
+            spl[si][usize::from(third)] = gi as u16;
+        }
+    }
+    assert!(
+        spl.len() < (SPLIT - 1) as usize,
+        "{file}: too many split prefixes"
+    );
+    let pairs: Vec<&(Vec<u8>, u32)> = tokens.iter().filter(|(t, _)| t.len() == 2).collect();
+    let mut pre = Vec::with_capacity(4 * (ROWS + 1) + 5 * pairs.len());
     let mut at = 0u32;
     for b0 in 0..=255u8 {
         pre.extend_from_slice(&at.to_le_bytes());
-        for (prefix, entry) in entries.range([b0, 0]..=[b0, 255]) {
-            assert_ne!(
-                *entry, 0,
-                "{file}: a prefix entry of 0 reads as a row not yet read"
-            );
-            records.push(prefix[1]);
-            records.extend_from_slice(&entry.to_le_bytes());
-            at += 1;
-        }
+        at += pairs.iter().filter(|(t, _)| t[0] == b0).count() as u32;
     }
     pre.extend_from_slice(&at.to_le_bytes());
-    pre.extend_from_slice(&records);
+    pre.extend(pairs.iter().map(|(t, _)| t[1]));
+    for (_, rank) in &pairs {
+        assert!(
+            *rank >= 256,
+            "{file}: a two-byte token's entry must not be 0"
+        );
+        pre.extend_from_slice(&rank.to_le_bytes());
+    }
     // Whether every string of one to three ASCII digits is one token, which lets the counter
     // count a run of ASCII digits without looking at it (see `split::Pieces::ascii_digits`).
     let is_token = |t: &[u8]| {
@@ -249,7 +244,7 @@ fn write_encoding(
         (0..10u32.pow(width)).all(|n| is_token(format!("{n:0w$}", w = width as usize).as_bytes()))
     });
     let spl: Vec<u8> = spl.iter().flatten().flat_map(|g| g.to_le_bytes()).collect();
-    let parts = [&tok, &ranks, &short, &pre, &grp, &spl];
+    let parts: [&Vec<u8>; PARTS] = [&head, &tok, &ranks, &short, &pre, &grp, &spl];
     let body: Vec<u8> = parts.iter().flat_map(|p| p.iter().copied()).collect();
     let id = tables_id(&body);
     let mut tables = Vec::with_capacity(TABLES_HEADER + body.len());

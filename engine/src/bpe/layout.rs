@@ -1,0 +1,80 @@
+// The layout of the generated vocabulary tables, shared by build.rs (which writes them) and
+// src/bpe/vocab.rs (which reads them in place): one definition, so the two cannot drift apart.
+//
+// The tables of an encoding, each a part of its `<enc>.tables` (below). Each is laid out in
+// columns (a field of every record, then the next field), which gzip compresses far better than
+// records: the rank column is near random, but the others are mostly small or increasing.
+//
+// - `<enc>.head`: for each token of three bytes or more, in lexicographic order (its index),
+//   two bytes: the length it shares with the token before it, and the length of the rest.
+// - `<enc>.tok`: the rest of each of those tokens, back to back (front coding, whose lengths
+//   are `<enc>.head`).
+// - `<enc>.rank`: the rank of each of those tokens, packed little-endian in the rank width.
+// - `<enc>.short`: the rank of each byte, 256 little-endian u32.
+// - `<enc>.pre`: the two-byte tokens by first byte. `ROWS + 1` little-endian u32, where row
+//   `b0`'s tokens are `[start[b0], start[b0 + 1])`; then each token's second byte; then each
+//   token's rank (little-endian u32).
+// - `<enc>.grp`: the groups (the tokens of three bytes or more of one prefix, or of one prefix
+//   and third byte when the prefix is split), in the order of `<enc>.tok`: their number
+//   (little-endian u32), then for each group its prefix (2 bytes, first byte first), then its
+//   number of tokens (u16), then the bytes of its tokens in `<enc>.tok` (u32), both
+//   little-endian; then for every `CHECKPOINT`-th group where it starts in `<enc>.tok` and its
+//   first token's index (u32 each), so a group's start is that checkpoint's plus the groups
+//   after it; then the prefix of each split prefix (2 bytes, first byte first), in order.
+// - `<enc>.spl`: for each split prefix, `ROWS` little-endian u16: the group of each third
+//   byte (`u16::MAX` for none).
+//
+// A prefix's entry (computed by the reader) holds the two-byte token's rank in its low
+// `PAIR_BITS` bits (all ones for none) and above them its group: a group index, or `SPLIT` plus
+// its index in `<enc>.spl` (the split prefixes in order), or all ones for none. A two-byte
+// token's rank is at least 256, so no entry is 0.
+
+/// Bytes per row: first (and second, third) bytes.
+pub(crate) const ROWS: usize = 256;
+/// Bits of a prefix entry that hold the two-byte token's rank.
+pub(crate) const PAIR_BITS: u32 = 18;
+/// No two-byte token.
+// NOTE: this and GROUP_NONE are the reader's only (build.rs writes no entries).
+#[allow(dead_code)]
+pub(crate) const PAIR_NONE: u32 = (1 << PAIR_BITS) - 1;
+/// In a prefix entry's group field: the prefix is split, and the rest is its index in
+/// `<enc>.spl`.
+pub(crate) const SPLIT: u32 = 1 << (31 - PAIR_BITS);
+/// No group (as a whole group or split index: never a real one).
+#[allow(dead_code)]
+pub(crate) const GROUP_NONE: u32 = (1 << (32 - PAIR_BITS)) - 1;
+/// Bytes per group of `<enc>.grp` (its three columns).
+pub(crate) const GROUP_RECORD: usize = 2 + 2 + 4;
+/// Groups per checkpoint of `<enc>.grp`.
+pub(crate) const CHECKPOINT: usize = 32;
+
+// - `<enc>.tables`: the tables above in one file, built into the binary or (Cargo feature
+//   `host-tables`) read at run time: a `TABLES_HEADER`-byte header, then `.head`, `.tok` (the
+//   token bytes), `.rank` (their ranks), `.short`, `.pre`, `.grp` and `.spl` back to back. The
+//   header: `TABLES_MAGIC`; the tables' id (little-endian u64, FNV-1a of everything after the
+//   header; `bpe_consts.rs` holds the id of the tables a build was made with, so a file from
+//   another build is refused); the rank width and the digit flag (u32 each); the `PARTS`
+//   lengths (u32 each, in file order).
+
+/// The first bytes of `<enc>.tables`.
+pub(crate) const TABLES_MAGIC: [u8; 8] = *b"ckTables";
+/// Bytes of `<enc>.tables`'s header.
+pub(crate) const TABLES_HEADER: usize = 8 + 8 + 4 + 4 + PARTS * 4;
+/// The tables in `<enc>.tables`.
+pub(crate) const PARTS: usize = 7;
+
+/// The id of `<enc>.tables`: 64-bit FNV-1a of the bytes after its header.
+// NOTE: computed by build.rs; the library only compares ids (and a test recomputes one).
+#[allow(dead_code)]
+pub(crate) const fn tables_id(body: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut i = 0;
+    while i < body.len() {
+        // Indexing is checked by the loop bound.
+        #[allow(clippy::indexing_slicing)]
+        let byte = body[i];
+        hash = (hash ^ byte as u64).wrapping_mul(0x0100_0000_01b3);
+        i += 1;
+    }
+    hash
+}
