@@ -163,10 +163,10 @@ pub(crate) const FEATURES: usize = P_MIX + 1;
 // o200k_base has it as one token.
 #[rustfmt::skip]
 const RARE: [u32; 32] = [
-    0x2014291, 0x2e1b4ea, 0x2e1b24a, 0x2e9b6a6, 0x2100680, 0x3e1868e, 0x3e1962e, 0x3e5beee,
-    0x1510380, 0x3fbffef, 0x3fbfeee, 0x2e336c6, 0x3c326a4, 0x2831282, 0x3010080, 0x2e13666,
-    0x3efffff, 0x2c18280, 0x2c1226a, 0x2a12642, 0x3714680, 0x3ffbeae, 0x3b99e6e, 0x2f77eee,
-    0x3b317fd, 0x3fffeef, 0, 0, 0, 0, 0, 0,
+    0x14291, 0x2e8a4ea, 0x2e1b24a, 0x2e194a4, 0x2100680, 0x2e1868e, 0x3e1962e, 0x3e1aeee,
+    0x1510280, 0x3fbbfee, 0x3abfeee, 0x2c136c4, 0x2e326a4, 0x2030282, 0x3010080, 0x2e13266,
+    0x3eff7ff, 0x2818282, 0x2c0024a, 0x2a12640, 0x3610680, 0x3ffbeae, 0x3799e6e, 0x2f57eea,
+    0x3f306f9, 0x2ffbfee, 0, 0, 0, 0, 0, 0,
 ];
 
 /// The weight of each counter, in tokens.
@@ -198,49 +198,49 @@ const RARE: [u32; 32] = [
 #[rustfmt::skip]
 pub(crate) const WEIGHTS: [f64; FEATURES] = [
     // ASCII word pieces of 1..=16 letters.
-    1.011, 0.896, 1.099, 0.992, 1.073, 0.784, 1.012, 0.894,
-    1.120, 1.148, 1.819, 1.348, 1.554, 0.951, 4.376, 5.441,
+    1.030, 0.902, 1.067, 0.995, 1.074, 0.898, 0.995, 0.969,
+    1.122, 1.190, 1.825, 1.416, 1.421, 0.759, 4.497, 5.563,
     // Letters beyond 16, all-capital letters, punctuation-led pieces.
-    0.000, 0.098, 0.095,
+    0.000, 0.095, 0.117,
     // Mixed ASCII and other letters: pieces, their ASCII letters.
-    0.843, 0.036,
+    0.759, 0.029,
     // Pieces without ASCII, by script: Latin with diacritics, IPA and marks, Greek, Cyrillic,
     // Armenian, Hebrew and Georgian, Arabic, Devanagari, other Indic, Thai, kana, Han,
     // Hangul, Ethiopic, Lao/Tibetan/Myanmar/Khmer, Cherokee and syllabics, other (Syriac,
     // Thaana, ...).
-    1.293, 0.000, 0.581, 0.316, 1.306, 0.612, 0.448, 0.762,
-    0.790, 0.021, 0.993, 0.388, 0.810, 2.083, 1.099, 0.000,
+    1.279, 0.000, 0.583, 0.361, 1.344, 0.639, 0.474, 0.771,
+    0.817, 0.043, 0.782, 0.382, 0.819, 2.246, 1.108, 0.000,
     // Letters outside ASCII, by script (same order).
-    0.402, 1.832, 0.307, 0.235, 0.165, 0.214, 0.236, 0.299,
-    0.428, 0.651, 0.477, 0.643, 2.043, 0.913, 2.964, 3.295,
+    0.399, 1.861, 0.307, 0.222, 0.157, 0.212, 0.230, 0.299,
+    0.427, 0.632, 0.453, 0.644, 2.060, 0.907, 2.963, 3.305,
     // Digit groups.
     1.018,
     // Punctuation runs of 1..=4, characters beyond, bytes outside ASCII, with newlines.
-    1.075, 1.166, 1.235, 1.856, 0.031, 0.327, 0.045,
+    1.035, 1.084, 1.180, 1.772, 0.031, 0.275, 0.029,
     // Newline pieces, their characters beyond the first.
-    1.097, 0.066,
+    1.151, 0.066,
     // Space runs of 1..=4, runs of 80 beyond the first, a space before digits.
-    0.683, 0.774, 0.672, 0.871, 0.800, 0.912,
+    0.681, 0.711, 0.739, 0.872, 0.800, 1.141,
     // Words ending in a vowel, their letters.
-    0.248, 0.095,
+    0.060, 0.092,
     // Rare letter pairs; Cyrillic, Arabic and Latin letters outside the core alphabets.
-    1.201, 0.238, 0.000, 0.088,
+    1.422, 0.258, 0.000, 0.079,
     // Letters of long pieces without ASCII, by script (same order).
-    0.000, 0.000, 0.000, 0.000, 0.000, 0.062, 0.249, 0.000,
-    0.000, 0.030, 0.428, 0.279, 0.000, 0.000, 0.008, 0.000,
+    0.000, 0.000, 0.000, 0.000, 0.000, 0.018, 0.261, 0.000,
+    0.000, 0.066, 0.516, 0.297, 0.016, 0.000, 0.004, 0.000,
     // Blank lines, spaces before a newline, a lone space-led punctuation before a letter,
     // letters beyond 32.
-    0.000, 0.466, 0.311, 0.250,
+    0.000, 0.308, 0.464, 0.250,
     // Rare pairs of Latin letters with diacritics, of Cyrillic letters.
-    0.749, 0.855,
+    0.796, 0.858,
     // A lone `-` or `=`, a lone `<`, another lone ASCII punctuation character, a lone `/`,
     // a lone `'`, before a word; the same after a space.
-    0.539, 1.678, 0.869, 0.371, 1.084, 0.843, 0.968, 1.112,
-    0.847, 0.396,
+    0.482, 1.702, 0.951, 0.494, 0.887, 1.028, 0.784, 1.159,
+    1.044, 0.728,
     // Rare letter pairs among the first letters of a word; a word right before `<` (taken
     // back); a punctuation run of eight or more, a rule (taken back); an apostrophe between
     // letters (taken back); mixed punctuation from the ninth character of a run on.
-    0.290, 1.711, 0.769, 1.838, 0.400,
+    0.835, 1.601, 0.717, 1.616, 0.400,
 ];
 
 /// The script bucket of a code point outside ASCII.
