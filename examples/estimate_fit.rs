@@ -44,7 +44,7 @@
 //!
 //! `--worst` also prints the held-out messages each class misses most and the error on each
 //! message in a widely used language. `--pairs` prints the `RARE` letter-pair table from the fit
-//! half of the english and code corpora, `--familiar` the `FAMILIAR` one from the second half of
+//! half of the english and code corpora and the fit runs of the agent class, `--familiar` the `FAMILIAR` one from the second half of
 //! the localized messages. `DUMP=FILE` writes every message with its counters, exact count and
 //! estimate to FILE as JSON lines, for analysis elsewhere.
 
@@ -521,27 +521,38 @@ fn print_familiar(messages_of: &std::collections::HashMap<&str, Vec<String>>) {
 }
 
 /// Prints `RARE`: for each small letter, the small letters that follow it in under 0.02% of the
-/// letter pairs inside words of the fit half of the english and code corpora.
+/// letter pairs inside words of the fit half of the english and code corpora, and in under 0.02%
+/// of those of the fit runs of the agent class (a pair common in either is not rare: `nm`, `fy`,
+/// `sn` of `environment`, `modify`, `doesn't` are rare in the english corpus, not in what an
+/// agent writes).
 fn print_rare_pairs(samples: &[Sample]) {
-    let mut counts = [[0u64; 26]; 26];
-    let mut total = 0u64;
-    for s in samples.iter().filter(|s| s.fit && s.class <= 1) {
-        for w in s.text.as_bytes().windows(2) {
-            let (a, b) = (w[0].to_ascii_lowercase(), w[1]);
-            if a.is_ascii_lowercase() && b.is_ascii_lowercase() {
-                counts[usize::from(a - b'a')][usize::from(b - b'a')] += 1;
-                total += 1;
+    // The rare pairs of the fit half of the samples of `classes`, a bit set per first letter.
+    let rare_in = |classes: &[usize]| {
+        let mut counts = [[0u64; 26]; 26];
+        let mut total = 0u64;
+        for s in samples
+            .iter()
+            .filter(|s| s.fit && classes.contains(&s.class))
+        {
+            for w in s.text.as_bytes().windows(2) {
+                let (a, b) = (w[0].to_ascii_lowercase(), w[1]);
+                if a.is_ascii_lowercase() && b.is_ascii_lowercase() {
+                    counts[usize::from(a - b'a')][usize::from(b - b'a')] += 1;
+                    total += 1;
+                }
             }
         }
-    }
-    let rows: Vec<String> = counts
-        .iter()
-        .map(|row| {
-            let bits = row.iter().enumerate().fold(0u32, |acc, (j, &n)| {
+        counts.map(|row| {
+            row.iter().enumerate().fold(0u32, |acc, (j, &n)| {
                 acc | (u32::from((n as f64) < total as f64 * 0.0002) << j)
-            });
-            format!("{bits:#x}")
+            })
         })
+    };
+    let (prose, agent) = (rare_in(&[0, 1]), rare_in(&[AGENT]));
+    let rows: Vec<String> = prose
+        .iter()
+        .zip(&agent)
+        .map(|(a, b)| format!("{:#x}", a & b))
         .collect();
     println!(
         "RARE (26 rows, then 0 for \"no letter\"):\n{}\n",

@@ -151,22 +151,32 @@ const P_MIX: usize = CONTRACTION + 1;
 /// The run length (before the character) from which [`P_MIX`] counts.
 const MIX_FROM: usize = 8;
 
+/// ASCII control characters other than whitespace ([`is_control`]): the escape of ANSI colour
+/// codes (`\x1b[32m.\x1b[0m`, pytest's and git's coloured output), NUL, backspace. o200k_base
+/// merges none of them with the punctuation next to them (`\x1b[` is two tokens), where the
+/// estimate prices a run of punctuation by its length; each is about a token more.
+const CONTROL: usize = P_MIX + 1;
+
 /// The number of counters [`features`] fills.
-pub(crate) const FEATURES: usize = P_MIX + 1;
+pub(crate) const FEATURES: usize = CONTROL + 1;
 
 /// For each small ASCII letter (and a 27th "no letter"), the letters that rarely follow it in
 /// English and code, as a bit set (bit 0 = `a`): pairs under 0.02% of all letter pairs in the
-/// fit half of the english and code corpora (`examples/estimate_fit.rs --pairs` prints it).
+/// fit half of the english and code corpora, and under 0.02% of those of the fit runs of the
+/// recorded coding-agent runs (`examples/estimate_fit.rs --pairs` prints it). The second
+/// condition keeps pairs of common technical words out (`nm` of `environment`, `bm` of
+/// `submit`, `fy` of `modify`, `sn` of `doesn't`, `db`, `sql`, `rw` of `drwxr-xr-x`): o200k_base
+/// has those words whole, and each rare pair cost them 1.2 tokens more.
 ///
 // NOTE: this is a letter-pair class table of 104 bytes, not a vocabulary: it holds no token.
 // It measures how far a word is from English spelling, which is what decides whether
 // o200k_base has it as one token.
 #[rustfmt::skip]
 const RARE: [u32; 32] = [
-    0x2014291, 0x2e1b4ea, 0x2e1b24a, 0x2e9b6a6, 0x2100680, 0x3e1868e, 0x3e1962e, 0x3e5beee,
-    0x1510380, 0x3fbffef, 0x3fbfeee, 0x2e336c6, 0x3c326a4, 0x2831282, 0x3010080, 0x2e13666,
-    0x3efffff, 0x2c18280, 0x2c1226a, 0x2a12642, 0x3714680, 0x3ffbeae, 0x3b99e6e, 0x2f77eee,
-    0x3b317fd, 0x3fffeef, 0, 0, 0, 0, 0, 0,
+    0x14291, 0x2e8a4ea, 0x2e1b24a, 0x2e194a4, 0x2100680, 0x2e1868e, 0x3e1962e, 0x3e1aeee,
+    0x1510280, 0x3fbbfee, 0x3abfeee, 0x2c136c4, 0x2e326a4, 0x2030282, 0x3010080, 0x2e13266,
+    0x3eff7ff, 0x2818282, 0x2c0024a, 0x2a12640, 0x3610680, 0x3ffbeae, 0x3799e6e, 0x2f57eea,
+    0x3f306f9, 0x2ffbfee, 0, 0, 0, 0, 0, 0,
 ];
 
 /// The weight of each counter, in tokens.
@@ -198,49 +208,50 @@ const RARE: [u32; 32] = [
 #[rustfmt::skip]
 pub(crate) const WEIGHTS: [f64; FEATURES] = [
     // ASCII word pieces of 1..=16 letters.
-    1.011, 0.896, 1.099, 0.992, 1.073, 0.784, 1.012, 0.894,
-    1.120, 1.148, 1.819, 1.348, 1.554, 0.951, 4.376, 5.441,
+    1.030, 0.900, 1.068, 0.995, 1.075, 0.901, 0.994, 0.976,
+    1.120, 1.194, 1.824, 1.428, 1.391, 0.671, 4.542, 5.605,
     // Letters beyond 16, all-capital letters, punctuation-led pieces.
-    0.000, 0.098, 0.095,
+    0.000, 0.095, 0.117,
     // Mixed ASCII and other letters: pieces, their ASCII letters.
-    0.843, 0.036,
+    0.722, 0.029,
     // Pieces without ASCII, by script: Latin with diacritics, IPA and marks, Greek, Cyrillic,
     // Armenian, Hebrew and Georgian, Arabic, Devanagari, other Indic, Thai, kana, Han,
     // Hangul, Ethiopic, Lao/Tibetan/Myanmar/Khmer, Cherokee and syllabics, other (Syriac,
     // Thaana, ...).
-    1.293, 0.000, 0.581, 0.316, 1.306, 0.612, 0.448, 0.762,
-    0.790, 0.021, 0.993, 0.388, 0.810, 2.083, 1.099, 0.000,
+    1.272, 0.000, 0.584, 0.382, 1.361, 0.648, 0.486, 0.773,
+    0.831, 0.054, 0.674, 0.379, 0.821, 2.302, 1.112, 0.000,
     // Letters outside ASCII, by script (same order).
-    0.402, 1.832, 0.307, 0.235, 0.165, 0.214, 0.236, 0.299,
-    0.428, 0.651, 0.477, 0.643, 2.043, 0.913, 2.964, 3.295,
+    0.431, 1.890, 0.307, 0.216, 0.153, 0.210, 0.227, 0.299,
+    0.427, 0.620, 0.439, 0.644, 2.061, 0.891, 2.963, 3.306,
     // Digit groups.
-    1.018,
+    1.020,
     // Punctuation runs of 1..=4, characters beyond, bytes outside ASCII, with newlines.
-    1.075, 1.166, 1.235, 1.856, 0.031, 0.327, 0.045,
+    1.032, 1.076, 1.181, 1.766, 0.031, 0.272, 0.031,
     // Newline pieces, their characters beyond the first.
-    1.097, 0.066,
+    1.149, 0.066,
     // Space runs of 1..=4, runs of 80 beyond the first, a space before digits.
-    0.683, 0.774, 0.672, 0.871, 0.800, 0.912,
+    0.682, 0.714, 0.743, 0.873, 0.800, 1.146,
     // Words ending in a vowel, their letters.
-    0.248, 0.095,
+    0.018, 0.097,
     // Rare letter pairs; Cyrillic, Arabic and Latin letters outside the core alphabets.
-    1.201, 0.238, 0.000, 0.088,
+    1.422, 0.272, 0.000, 0.067,
     // Letters of long pieces without ASCII, by script (same order).
-    0.000, 0.000, 0.000, 0.000, 0.000, 0.062, 0.249, 0.000,
-    0.000, 0.030, 0.428, 0.279, 0.000, 0.000, 0.008, 0.000,
+    0.000, 0.000, 0.000, 0.000, 0.000, 0.014, 0.267, 0.000,
+    0.000, 0.082, 0.555, 0.306, 0.026, 0.000, 0.002, 0.000,
     // Blank lines, spaces before a newline, a lone space-led punctuation before a letter,
     // letters beyond 32.
-    0.000, 0.466, 0.311, 0.250,
+    0.000, 0.260, 0.480, 0.250,
     // Rare pairs of Latin letters with diacritics, of Cyrillic letters.
-    0.749, 0.855,
+    0.791, 0.855,
     // A lone `-` or `=`, a lone `<`, another lone ASCII punctuation character, a lone `/`,
     // a lone `'`, before a word; the same after a space.
-    0.539, 1.678, 0.869, 0.371, 1.084, 0.843, 0.968, 1.112,
-    0.847, 0.396,
+    0.478, 1.707, 0.960, 0.497, 0.847, 1.037, 0.699, 1.165,
+    1.117, 0.760,
     // Rare letter pairs among the first letters of a word; a word right before `<` (taken
     // back); a punctuation run of eight or more, a rule (taken back); an apostrophe between
-    // letters (taken back); mixed punctuation from the ninth character of a run on.
-    0.290, 1.711, 0.769, 1.838, 0.400,
+    // letters (taken back); mixed punctuation from the ninth character of a run on; an ASCII
+    // control character.
+    0.857, 1.543, 0.697, 1.547, 0.400, 1.239,
 ];
 
 /// The script bucket of a code point outside ASCII.
@@ -1401,6 +1412,21 @@ fn equal(x: u64, c: u8) -> u64 {
 /// fast path leaves it to the per-character path, which sees it as an apostrophe too.
 const APOS_AFTER_LETTER: u8 = 0x01;
 
+/// Whether ASCII byte `b` is a control character other than whitespace ([`CONTROL`]; tab, line
+/// feed, vertical tab, form feed and carriage return are whitespace). [`APOS_AFTER_LETTER`] is
+/// one: the fast path leaves them all to the per-character path.
+#[inline(always)]
+const fn is_control(b: u8) -> bool {
+    matches!(b, 0x00..=0x08 | 0x0e..=0x1f)
+}
+
+/// Bit 7 set in each byte of block `w` that is a control character ([`is_control`]), for bytes
+/// below 0x80 (the others, and the bytes above them, may read as anything).
+#[inline(always)]
+fn control_mask(w: u64) -> u64 {
+    !at_least(w, 0x20) & (!at_least(w, 0x09) | at_least(w, 0x0e)) & HIGHS
+}
+
 /// Block `w` (all ASCII, after byte `p`, as from [`fast_state`]) with each apostrophe right
 /// after an ASCII letter replaced by [`APOS_AFTER_LETTER`].
 #[inline(always)]
@@ -1758,8 +1784,9 @@ fn ascii_run<S: Sink>(mut st: State, mut sink: S, bytes: &[u8]) -> (State, S, us
             break;
         };
         let w = u64::from_le_bytes(*block);
-        // Bytes outside ASCII, and APOS_AFTER_LETTER itself, leave the fast path.
-        let high = (w & HIGHS) | equal(w, APOS_AFTER_LETTER);
+        // Bytes outside ASCII, and control characters (APOS_AFTER_LETTER among them), leave
+        // the fast path.
+        let high = (w & HIGHS) | control_mask(w);
         if high != 0 {
             // The ASCII bytes before the first that is not.
             let ascii = (high.trailing_zeros() / 8) as usize;
@@ -1789,7 +1816,7 @@ fn ascii_run<S: Sink>(mut st: State, mut sink: S, bytes: &[u8]) -> (State, S, us
     let rest = chunks.remainder();
     let ascii = rest
         .iter()
-        .take_while(|&&b| b < 0x80 && b != APOS_AFTER_LETTER)
+        .take_while(|&&b| b < 0x80 && !is_control(b))
         .count();
     let rest = rest.get(..ascii).unwrap_or_default();
     // The last bytes of the text, padded with 0 (the padding is never taken).
@@ -1930,6 +1957,9 @@ fn char_step(st: &mut State, sink: &mut impl Sink, b: &[u8]) -> usize {
     };
     let mut punct = 0;
     let (class, len, info) = if lead < 0x80 {
+        if is_control(lead) {
+            sink.add(CONTROL, 1);
+        }
         let c = byte_class(lead);
         punct = punct_before(st);
         ascii_after_wide(st, sink, lead);
@@ -2139,6 +2169,7 @@ mod tests {
             "fn main() {\n    let x = parseJSON(&input)?;\n}\n\n\n  \n",
             "{\"name\": \"context-keeper\", \"count\": 42, \"pi\": 3.14159}",
             "let v: Vec<u32> = x; <output>\n</output> <a href=\"/x/y\">`z` [w] -n --no-deps",
+            "\u{1b}[32m.\u{1b}[0m\u{1b}[32m.\u{1b}[0m passed\u{0}x\u{8}\u{7f}\u{1}a'\u{1}",
             "Все люди рождаются свободными; 人人生而自由; Declaración 🎉 — “quotes”",
             "ÀÉÎõü İstanbul ĞÜŞ ꙮ ǅ x\u{0301}y ١٢٣ ๑๒๓ \u{3000}\u{2028}",
         ]
@@ -2208,7 +2239,7 @@ mod tests {
     #[test]
     fn fast_path_is_the_slow_path() {
         let alphabet: Vec<char> =
-            "abcdeiouxyzqjstAEIOUXZ0189    \n\n\r\t\u{b}\u{c}.,;:!?(){}\"'-_=</>`éÑłŋжЖљё中🎉\u{3000}—'\u{1}"
+            "abcdeiouxyzqjstAEIOUXZ0189    \n\n\r\t\u{b}\u{c}.,;:!?(){}\"'-_=</>`éÑłŋжЖљё中🎉\u{3000}—'\u{1}\u{1b}\u{0}"
                 .chars()
                 .collect();
         let mut seed = 12345u64;
