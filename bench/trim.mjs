@@ -222,6 +222,7 @@ const peers = {
     },
   },
   "LangChain trimMessages, startOn human": {
+    slow: true, // seconds a run from 150 KB up: no warm-up run there
     prepareInput: (c) => toLangChain(c.messages),
     run: async (input, c) => {
       const kept = await trimMessages(input, { maxTokens: c.budget, tokenCounter: langchainCounter, strategy: "last", includeSystem: true, startOn: "human" });
@@ -230,6 +231,7 @@ const peers = {
   },
   // Without startOn the trim keeps what fits, but may begin with a tool result whose call it cut.
   "LangChain trimMessages, no startOn": {
+    slow: true,
     prepareInput: (c) => toLangChain(c.messages),
     run: async (input, c) => {
       const kept = await trimMessages(input, { maxTokens: c.budget, tokenCounter: langchainCounter, strategy: "last", includeSystem: true });
@@ -260,8 +262,8 @@ for (const c of conversations) {
   const runs = Object.fromEntries(Object.keys(peers).map((p) => [p, { times: [], done: false }]));
   // One untimed run each first (compilation: V8's JIT, the wasm's lazy tiers), except for a
   // peer too slow to run twice.
-  for (const [name, peer] of Object.entries(peers)) {
-    if (c.tokens < WARM_UP_TOKENS || name === "context-keeper" || name === "AI SDK pruneMessages") await peer.run(peer.prepareInput(c), c);
+  for (const peer of Object.values(peers)) {
+    if (c.tokens < WARM_UP_TOKENS || !peer.slow) await peer.run(peer.prepareInput(c), c);
   }
   for (let rep = 0; rep < REPS; rep++) {
     for (const [name, peer] of Object.entries(peers)) {

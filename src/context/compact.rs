@@ -42,6 +42,7 @@ use tsify::Tsify;
 use super::facts::{self, Fact};
 use super::flush::{self, FlushOptions, FlushOutcome, FlushReport, FlushRequest};
 use super::state::{chain, Chain, Overlay, SessionState};
+use super::text::ByteCount;
 use super::{heuristic, transcript, Measure, Outcome, Save, Turns, NAMESPACE};
 use crate::counting::{CountMessagesError, CountMessagesOptions, Counter};
 use crate::messages::{
@@ -211,16 +212,6 @@ impl MessageValues {
         self.0.iter().map(Message::to_value).collect()
     }
 
-    /// The messages.
-    pub fn messages(&self) -> &[Message] {
-        &self.0
-    }
-
-    /// How many messages.
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
@@ -254,25 +245,12 @@ pub(crate) struct ArchiveOut<'a> {
     pub continues: bool,
 }
 
-/// Counts the bytes written to it.
-struct Len(usize);
-
-impl std::io::Write for Len {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len();
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 impl ArchiveOut<'_> {
     /// The archive's JSON, in a buffer of its exact size: a first pass measures it (each
     /// message's JSON made and dropped), so the buffer never grows by doubling, which held up
     /// to three times the archive's size at once.
     pub(crate) fn to_bytes(&self) -> Vec<u8> {
-        let mut len = Len(0);
+        let mut len = ByteCount(0);
         if serde_json::to_writer(&mut len, self).is_err() {
             return Vec::new();
         }

@@ -648,12 +648,12 @@ impl Prepare {
     }
 
     fn apply_offloads(&mut self, outcomes: &[Outcome]) {
-        let Stage::Offload(plan, known, asked, bytes) =
+        // NOTE: the saves handed to the driver (`_`) are dropped here, before the plan applies.
+        let Stage::Offload(plan, known, _, bytes) =
             std::mem::replace(&mut self.stage, Stage::Decide)
         else {
             return;
         };
-        drop(asked);
         let ids: Vec<String> = plan.ids().map(str::to_owned).collect();
         let done = plan.apply(outcomes);
         for (i, outcome) in outcomes.iter().enumerate() {

@@ -81,6 +81,29 @@ pub fn cap_line(line: &str, cap: usize) -> std::borrow::Cow<'_, str> {
     ))
 }
 
+/// Counts the bytes written to it, as text or as bytes: a first pass that sizes a buffer
+/// exactly (a 10 MB archive or transcript built in a growing buffer held up to three times
+/// its size at once).
+#[derive(Debug, Default)]
+pub(crate) struct ByteCount(pub usize);
+
+impl std::fmt::Write for ByteCount {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.0 += s.len();
+        Ok(())
+    }
+}
+
+impl std::io::Write for ByteCount {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len();
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// A number with thousands separators: `48,213`.
 pub fn group(n: usize) -> String {
     let digits = n.to_string();

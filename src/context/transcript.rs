@@ -11,7 +11,7 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use super::text::{utf16_len, utf16_prefix, utf16_suffix};
+use super::text::{utf16_len, utf16_prefix, utf16_suffix, ByteCount};
 use crate::messages::{Message, PartKind, Segment, ToolInput};
 
 /// The shortest a long text is cut to when a transcript must fit a budget: head and tail of
@@ -92,7 +92,7 @@ fn elide_middle(messages: &[Message], first: usize, budget: usize, cap: usize) -
 /// without keeping it, so the buffer of a 10 MB span's transcript never grows by doubling.
 fn render_with(messages: &[Message], first: usize, cap: Option<usize>) -> String {
     let names = call_names(messages);
-    let mut len = Len(0);
+    let mut len = ByteCount(0);
     for (i, message) in messages.iter().enumerate() {
         section(&mut len, message, first + i, cap, &names);
     }
@@ -120,16 +120,6 @@ fn render_within(messages: &[Message], first: usize, cap: usize, budget: usize) 
         out.push_str(&one);
     }
     Some(out)
-}
-
-/// Counts the bytes written to it.
-struct Len(usize);
-
-impl Write for Len {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        self.0 += s.len();
-        Ok(())
-    }
 }
 
 /// The tool name of each call id, for results that do not name their tool (OpenAI `tool`
