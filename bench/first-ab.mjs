@@ -1,8 +1,10 @@
 // The first count after import of two builds of the package, side by side: in fresh Node
 // processes, from before `import()` of an entry's Node module to the end of its first count of
 // a short string (as bench/run.mjs's "first count"), for the main entry with each encoding and
-// the one-encoding entries; the builds' processes take turns, round by round. Prints the median
-// and the fastest of each (ms).
+// the one-encoding entries, and the main entry's browser build (the .wasm with both encodings
+// built in, cl100k_base as a delta from o200k_base: engine/src/bpe/derive.rs; instantiated
+// with initSync from the bytes already read); the builds' processes take turns, round by round.
+// Prints the median and the fastest of each (ms).
 //
 //   node bench/first-ab.mjs BEFORE_PKG AFTER_PKG [ROUNDS=15]
 import { execFileSync } from "node:child_process";
@@ -16,10 +18,14 @@ const CASES = [
   ["context-keeper, cl100k_base", "node.js", "cl100k_base"],
   ["context-keeper/o200k", "o200k/node.js", "o200k_base"],
   ["context-keeper/cl100k", "cl100k/node.js", "cl100k_base"],
+  ["context-keeper browser build, o200k_base", "web/context_keeper.js", "o200k_base"],
+  ["context-keeper browser build, cl100k_base", "web/context_keeper.js", "cl100k_base"],
 ];
 const child = (url, encoding) => `
+${url.endsWith("/web/context_keeper.js") ? `const bytes = (await import("node:fs")).readFileSync(new URL("context_keeper_bg.wasm", ${JSON.stringify(url)}));` : ""}
 const t0 = performance.now();
 const ck = await import(${JSON.stringify(url)});
+${url.endsWith("/web/context_keeper.js") ? "ck.initSync({ module: bytes });" : ""}
 const t1 = performance.now();
 const n = ck.countTokens("The quick brown fox jumps over the lazy dog.", { encoding: ${JSON.stringify(encoding)} });
 const t2 = performance.now();

@@ -2,7 +2,7 @@
 //! nothing is parsed from text at run time.
 //!
 //! For each encoding enabled by a Cargo feature (`o200k`, `cl100k`) it writes `<enc>.tables`,
-//! one file of six tables after a header (the layout is `src/bpe/layout.rs`, shared with the
+//! one file of seven tables after a header (the layout is `src/bpe/layout.rs`, shared with the
 //! reader), built into the binary or, with the feature `host-tables`, read at run time:
 //! - the token bytes: every token of three bytes or more in lexicographic order, front-coded:
 //!   for each token one byte "length shared with the previous token" and one byte "length of
@@ -17,6 +17,12 @@
 //!   of split prefixes. All are read in place.
 //! - in `bpe_consts.rs`, the file's id and length, which the reader checks it against.
 //!
+//! The tables are assembled by `src/bpe/assemble.rs`, which the library shares: with both
+//! encodings enabled it also writes `cl100k.delta`, cl100k_base's tables as a delta from
+//! o200k_base's, which the build with both built in (not `host-tables`: the cfg
+//! `cl100k_delta`) carries instead of `cl100k.tables` and rebuilds the same image from on first
+//! use (`src/bpe/derive.rs`).
+//!
 //! And, for both encodings, `ucd.idx` / `ucd.blk`: a two-level table giving each code point a
 //! class byte (letter, number, white space, and the two o200k casing classes), computed from
 //! regex-syntax, the same Unicode tables the reference tokenizer's regex uses.
@@ -27,27 +33,17 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+#[path = "src/bpe/assemble.rs"]
+#[allow(dead_code)]
+mod assemble;
 #[path = "src/bpe/class_bits.rs"]
 mod class_bits;
 #[path = "src/bpe/layout.rs"]
+#[allow(dead_code)]
 mod layout;
+use assemble::{Assembler, Given};
 use class_bits::{BLOCK_SHIFT, LETTER, LOWERISH, NUMBER, SPACE, UPPERISH};
-use layout::{
-    tables_id, CHECKPOINT, GROUP_RECORD, PAIR_BITS, PARTS, ROWS, SPLIT, TABLES_HEADER, TABLES_MAGIC,
-};
-
-/// Prefixes with more tokens than this are split into blocks by third byte.
-const SPLIT_FROM: usize = 512;
-
-/// One group of `<enc>.tok` (see `src/bpe/layout.rs`): the tokens of three bytes or more of a
-/// prefix, or of a prefix and third byte.
-struct Block {
-    prefix: [u8; 2],
-    third: Option<u8>,
-    count: u32,
-    /// Its tokens' bytes in `<enc>.tok`.
-    rest: u32,
-}
+use layout::{DELTA_HEADER, DELTA_MAGIC, DELTA_PARTS, PAIR_BITS, ROWS};
 
 /// Code points per block of the two-level class table.
 const BLOCK: u32 = 1 << BLOCK_SHIFT;
@@ -56,6 +52,7 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed=src/bpe/class_bits.rs");
     println!("cargo:rerun-if-changed=src/bpe/layout.rs");
+    println!("cargo:rerun-if-changed=src/bpe/assemble.rs");
     let out_dir = std::env::var("OUT_DIR").expect("OUT_DIR is set by cargo");
     let out = Path::new(&out_dir);
     let mut consts = String::new();
@@ -63,15 +60,38 @@ fn main() {
     write_classes(out);
     check_case_folds();
 
-    if std::env::var_os("CARGO_FEATURE_O200K").is_some() {
+    let feature = |name: &str| std::env::var_os(format!("CARGO_FEATURE_{name}")).is_some();
+    let o200k = feature("O200K").then(|| {
         let bpe = tiktoken_rs::o200k_base().expect("o200k_base loads");
-        write_encoding(out, "o200k", "O200K", &bpe, 199_998, &mut consts);
-    }
-    if std::env::var_os("CARGO_FEATURE_CL100K").is_some() {
+        write_encoding(out, "o200k", "O200K", &bpe, 199_998, &mut consts)
+    });
+    let cl100k = feature("CL100K").then(|| {
         let bpe = tiktoken_rs::cl100k_base().expect("cl100k_base loads");
-        write_encoding(out, "cl100k", "CL100K", &bpe, 100_256, &mut consts);
+        write_encoding(out, "cl100k", "CL100K", &bpe, 100_256, &mut consts)
+    });
+    // With both encodings built in, cl100k_base's tables are built in as a delta from
+    // o200k_base's (`src/bpe/derive.rs`): the main entry's browser build is 130 KB (gzip)
+    // smaller for it. The host-tables build reads each `.tables` file whole.
+    println!("cargo::rustc-check-cfg=cfg(cl100k_delta)");
+    if let (Some(base), Some(derived)) = (&o200k, &cl100k) {
+        write_delta(out, "cl100k", "CL100K", base, derived, &mut consts);
+        if !feature("HOST_TABLES") {
+            println!("cargo:rustc-cfg=cl100k_delta");
+        }
     }
     std::fs::write(out.join("bpe_consts.rs"), consts).expect("write bpe_consts.rs");
+}
+
+/// What [`write_encoding`] keeps of an encoding for [`write_delta`].
+struct Written {
+    /// Every token with its rank, in lexicographic order.
+    tokens: Vec<(Vec<u8>, u32)>,
+    ranks: Vec<u8>,
+    short: Vec<u8>,
+    pre: Vec<u8>,
+    rank_bits: u32,
+    digit_tokens: bool,
+    id: u64,
 }
 
 fn write_encoding(
@@ -81,7 +101,7 @@ fn write_encoding(
     bpe: &tiktoken_rs::CoreBPE,
     expected: u32,
     consts: &mut String,
-) {
+) -> Written {
     // Ranks are contiguous from 0; the first rank that does not decode ends the vocabulary
     // (special tokens sit above a gap and are never produced by ordinary encoding).
     let mut tokens: Vec<(Vec<u8>, u32)> = Vec::with_capacity(expected as usize);
@@ -123,39 +143,15 @@ fn write_encoding(
             .map(|(_, r)| *r);
         short.extend_from_slice(&rank.expect("every byte is a token").to_le_bytes());
     }
+    // Tokens of three bytes or more: front-coded by the assembler, their ranks packed here.
     let long: Vec<&(Vec<u8>, u32)> = tokens.iter().filter(|(t, _)| t.len() >= 3).collect();
-    let mut head = Vec::with_capacity(2 * long.len());
-    let mut tok = Vec::with_capacity(total);
+    let mut assembler = Assembler::with_capacity(long.len(), total);
     let mut ranks = Vec::with_capacity(long.len() * rank_bits as usize / 8 + 8);
     let (mut acc, mut nbits) = (0u64, 0u32);
-    let mut prev: &[u8] = &[];
-    // A prefix with many tokens is split into blocks by third byte, so the first lookup in
-    // it builds the table of a block, not of thousands of tokens.
-    let mut per_prefix: std::collections::HashMap<[u8; 2], usize> = Default::default();
-    for (bytes, _) in &long {
-        *per_prefix.entry([bytes[0], bytes[1]]).or_default() += 1;
-    }
-    let mut blocks: Vec<Block> = Vec::new();
     for (bytes, rank) in &long {
-        let prefix = [bytes[0], bytes[1]];
-        let third = (per_prefix[&prefix] > SPLIT_FROM).then_some(bytes[2]);
-        if blocks.last().map(|b| (b.prefix, b.third)) != Some((prefix, third)) {
-            blocks.push(Block {
-                prefix,
-                third,
-                count: 0,
-                rest: 0,
-            });
-        }
-        let shared = prev.iter().zip(bytes).take_while(|(a, b)| a == b).count();
-        head.push(shared as u8);
-        head.push((bytes.len() - shared) as u8);
-        tok.extend_from_slice(&bytes[shared..]);
-        if let Some(b) = blocks.last_mut() {
-            b.count += 1;
-            b.rest += (bytes.len() - shared) as u32;
-        }
-        prev = bytes;
+        assembler
+            .push(bytes)
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
         acc |= u64::from(*rank) << nbits;
         nbits += rank_bits;
         while nbits >= 8 {
@@ -170,53 +166,6 @@ fn write_encoding(
     // Padding so the reader may always load 4 bytes.
     ranks.extend_from_slice(&[0; 4]);
 
-    // Groups: in the order of `<enc>.tok` (prefix order), each group's index fitting a prefix
-    // entry; a split prefix's blocks are found through `<enc>.spl`.
-    assert!(
-        blocks.len() < SPLIT as usize,
-        "{file}: too many groups for the prefix entry"
-    );
-    let mut grp = Vec::with_capacity(4 + GROUP_RECORD * blocks.len());
-    grp.extend_from_slice(&(blocks.len() as u32).to_le_bytes());
-    for b in &blocks {
-        grp.extend_from_slice(&b.prefix);
-    }
-    for b in &blocks {
-        let count = u16::try_from(b.count).expect("a group of fewer than 65536 tokens");
-        grp.extend_from_slice(&count.to_le_bytes());
-    }
-    for b in &blocks {
-        grp.extend_from_slice(&b.rest.to_le_bytes());
-    }
-    // Every `CHECKPOINT`-th group's start in `<enc>.tok` and index, so the reader adds up at
-    // most `CHECKPOINT - 1` groups to find one and nothing when it loads.
-    let (mut pos, mut index) = (0u32, 0u32);
-    for (gi, b) in blocks.iter().enumerate() {
-        if gi % CHECKPOINT == 0 {
-            grp.extend_from_slice(&pos.to_le_bytes());
-            grp.extend_from_slice(&index.to_le_bytes());
-        }
-        pos += b.rest;
-        index += b.count;
-    }
-    // The split prefixes, in order (their index in `<enc>.spl`), each with its blocks by third
-    // byte.
-    let mut split_index: std::collections::BTreeMap<[u8; 2], usize> = Default::default();
-    let mut spl: Vec<[u16; ROWS]> = Vec::new();
-    for (gi, b) in blocks.iter().enumerate() {
-        if let Some(third) = b.third {
-            let si = *split_index.entry(b.prefix).or_insert_with(|| {
-                grp.extend_from_slice(&b.prefix);
-                spl.push([u16::MAX; ROWS]);
-                spl.len() - 1
-            });
-            spl[si][usize::from(third)] = gi as u16;
-        }
-    }
-    assert!(
-        spl.len() < (SPLIT - 1) as usize,
-        "{file}: too many split prefixes"
-    );
     let pairs: Vec<&(Vec<u8>, u32)> = tokens.iter().filter(|(t, _)| t.len() == 2).collect();
     let mut pre = Vec::with_capacity(4 * (ROWS + 1) + 5 * pairs.len());
     let mut at = 0u32;
@@ -243,27 +192,98 @@ fn write_encoding(
     let digit_tokens = (1..=3u32).all(|width| {
         (0..10u32.pow(width)).all(|n| is_token(format!("{n:0w$}", w = width as usize).as_bytes()))
     });
-    let spl: Vec<u8> = spl.iter().flatten().flat_map(|g| g.to_le_bytes()).collect();
-    let parts: [&Vec<u8>; PARTS] = [&head, &tok, &ranks, &short, &pre, &grp, &spl];
-    let body: Vec<u8> = parts.iter().flat_map(|p| p.iter().copied()).collect();
-    let id = tables_id(&body);
-    let mut tables = Vec::with_capacity(TABLES_HEADER + body.len());
-    tables.extend_from_slice(&TABLES_MAGIC);
-    tables.extend_from_slice(&id.to_le_bytes());
-    tables.extend_from_slice(&rank_bits.to_le_bytes());
-    tables.extend_from_slice(&u32::from(digit_tokens).to_le_bytes());
-    for part in parts {
-        let len = u32::try_from(part.len()).expect("a table under 4 GiB");
-        tables.extend_from_slice(&len.to_le_bytes());
-    }
-    assert_eq!(tables.len(), TABLES_HEADER);
-    tables.extend_from_slice(&body);
+    let (tables, id) = assembler
+        .finish(&Given {
+            ranks: &ranks,
+            short: &short,
+            pre: &pre,
+            rank_bits,
+            digit_tokens,
+        })
+        .unwrap_or_else(|e| panic!("{file}: {e}"));
     std::fs::write(out.join(format!("{file}.tables")), &tables).expect("write tables");
     let _ = writeln!(consts, "pub(crate) const {name}_TABLES_ID: u64 = {id};");
     let _ = writeln!(
         consts,
         "pub(crate) const {name}_TABLES_LEN: usize = {};",
         tables.len()
+    );
+    Written {
+        tokens,
+        ranks,
+        short,
+        pre,
+        rank_bits,
+        digit_tokens,
+        id,
+    }
+}
+
+/// Writes `<file>.delta`: `derived`'s tables as a delta from `base`'s (layout in
+/// `src/bpe/layout.rs`), for `src/bpe/derive.rs` to rebuild them from.
+fn write_delta(
+    out: &Path,
+    file: &str,
+    name: &str,
+    base: &Written,
+    derived: &Written,
+    consts: &mut String,
+) {
+    let long = |w: &Written| -> Vec<Vec<u8>> {
+        w.tokens
+            .iter()
+            .filter(|(t, _)| t.len() >= 3)
+            .map(|(t, _)| t.clone())
+            .collect()
+    };
+    let (base_long, derived_long) = (long(base), long(derived));
+    let in_base: std::collections::HashSet<&[u8]> = base_long.iter().map(Vec::as_slice).collect();
+    let in_derived: std::collections::HashSet<&[u8]> =
+        derived_long.iter().map(Vec::as_slice).collect();
+    let mut member = vec![0u8; base_long.len().div_ceil(8)];
+    for (i, t) in base_long.iter().enumerate() {
+        if in_derived.contains(t.as_slice()) {
+            member[i / 8] |= 1 << (i % 8);
+        }
+    }
+    let (mut xhead, mut xtok) = (Vec::new(), Vec::new());
+    let mut prev: &[u8] = &[];
+    for t in derived_long
+        .iter()
+        .filter(|t| !in_base.contains(t.as_slice()))
+    {
+        let shared = prev.iter().zip(t).take_while(|(a, b)| a == b).count();
+        xhead.push(shared as u8);
+        xhead.push((t.len() - shared) as u8);
+        xtok.extend_from_slice(&t[shared..]);
+        prev = t;
+    }
+    let parts: [&Vec<u8>; DELTA_PARTS] = [
+        &member,
+        &xhead,
+        &xtok,
+        &derived.ranks,
+        &derived.short,
+        &derived.pre,
+    ];
+    let mut delta = Vec::new();
+    delta.extend_from_slice(&DELTA_MAGIC);
+    delta.extend_from_slice(&base.id.to_le_bytes());
+    delta.extend_from_slice(&derived.rank_bits.to_le_bytes());
+    delta.extend_from_slice(&u32::from(derived.digit_tokens).to_le_bytes());
+    for part in parts {
+        let len = u32::try_from(part.len()).expect("a table under 4 GiB");
+        delta.extend_from_slice(&len.to_le_bytes());
+    }
+    assert_eq!(delta.len(), DELTA_HEADER);
+    for part in parts {
+        delta.extend_from_slice(part);
+    }
+    std::fs::write(out.join(format!("{file}.delta")), &delta).expect("write delta");
+    let _ = writeln!(
+        consts,
+        "pub(crate) const {name}_DELTA_LEN: usize = {};",
+        delta.len()
     );
 }
 

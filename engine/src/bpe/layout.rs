@@ -47,6 +47,11 @@ pub(crate) const GROUP_NONE: u32 = (1 << (32 - PAIR_BITS)) - 1;
 pub(crate) const GROUP_RECORD: usize = 2 + 2 + 4;
 /// Groups per checkpoint of `<enc>.grp`.
 pub(crate) const CHECKPOINT: usize = 32;
+/// Prefixes with more tokens of three bytes or more than this are split into groups by third
+/// byte.
+// NOTE: used by build.rs and the run-time assembler (`assemble.rs`) only.
+#[allow(dead_code)]
+pub(crate) const SPLIT_FROM: u32 = 512;
 
 // - `<enc>.tables`: the tables above in one file, built into the binary or (Cargo feature
 //   `host-tables`) read at run time: a `TABLES_HEADER`-byte header, then `.head`, `.tok` (the
@@ -78,3 +83,26 @@ pub(crate) const fn tables_id(body: &[u8]) -> u64 {
     }
     hash
 }
+
+// - `cl100k.delta`: in a build with both encodings' tables built in (the main entry's browser
+//   and workerd build), cl100k_base's tables are not built in whole: 85% of its tokens are
+//   o200k_base's too, so its `.tables` image is rebuilt on its first use from o200k_base's and
+//   this delta (`derive.rs`), and checked against its id. A `DELTA_HEADER`-byte header:
+//   `DELTA_MAGIC`; the id of the o200k_base tables it applies to (little-endian u64); the rank
+//   width and the digit flag of cl100k_base (u32 each); the `DELTA_PARTS` lengths (u32 each, in
+//   file order). Then, back to back:
+//   - `.member`: a bit per o200k_base token of three bytes or more, in its `.head` order
+//     (least significant bit first): whether the token is cl100k_base's too;
+//   - `.xhead` and `.xtok`: cl100k_base's other tokens of three bytes or more, in lexicographic
+//     order, front-coded among themselves as `.head` and `.tok` are;
+//   - `.rank`, `.short` and `.pre`: cl100k_base's, as in its `.tables`.
+
+/// The first bytes of `cl100k.delta`.
+#[allow(dead_code)]
+pub(crate) const DELTA_MAGIC: [u8; 8] = *b"ckDelta1";
+/// The parts of `cl100k.delta`.
+#[allow(dead_code)]
+pub(crate) const DELTA_PARTS: usize = 6;
+/// Bytes of `cl100k.delta`'s header.
+#[allow(dead_code)]
+pub(crate) const DELTA_HEADER: usize = 8 + 8 + 4 + 4 + DELTA_PARTS * 4;

@@ -21,7 +21,11 @@
 //! Special-token text such as `<|endoftext|>` is counted as ordinary text, as
 //! `context_keeper::count_tokens` does.
 
+#[cfg(cl100k_delta)]
+mod assemble;
 mod class;
+#[cfg(cl100k_delta)]
+mod derive;
 #[cfg(feature = "host-tables")]
 mod host;
 mod layout;
@@ -67,9 +71,21 @@ fn source(encoding: Encoding) -> Result<Source, String> {
         #[cfg(feature = "o200k")]
         Encoding::O200kBase => tables_file!("o200k", generated::O200K_TABLES_LEN)
             .map(|file| (file, generated::O200K_TABLES_ID)),
-        #[cfg(feature = "cl100k")]
+        #[cfg(all(feature = "cl100k", not(cl100k_delta)))]
         Encoding::Cl100kBase => tables_file!("cl100k", generated::CL100K_TABLES_LEN)
             .map(|file| (file, generated::CL100K_TABLES_ID)),
+        // Rebuilt from o200k_base's tables and a delta (see [`derive`]).
+        #[cfg(cl100k_delta)]
+        Encoding::Cl100kBase => source(Encoding::O200kBase).and_then(|base| {
+            let delta: &'static [u8] = include_bytes!(concat!(env!("OUT_DIR"), "/cl100k.delta"));
+            derive::derive(
+                &base,
+                generated::O200K_TABLES_ID,
+                delta,
+                generated::CL100K_TABLES_ID,
+            )
+            .map(|file| (file, generated::CL100K_TABLES_ID))
+        }),
         #[allow(unreachable_patterns)]
         _ => Err("this build was made without the Cargo feature for it".into()),
     };

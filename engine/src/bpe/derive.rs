@@ -1,0 +1,163 @@
+//! cl100k_base's tables rebuilt from o200k_base's and a delta, in a build with both built in
+//! (the main entry's browser and workerd build; `build.rs` sets `cl100k_delta`).
+//!
+//! Why: 85,033 of cl100k_base's 100,256 tokens are o200k_base's too. Built in whole, its
+//! tables cost the main entry 415 KB (gzip); as a delta (a bit per o200k_base token, its
+//! 15,022 other tokens, its ranks, one- and two-byte tokens) they cost about 130 KB less. The
+//! price is paid on cl100k_base's first use in that build only: one pass over o200k_base's
+//! front-coded tokens (read in place, not decoded into tables) into an owned copy of the image
+//! (686 KB), which is checked against the id `build.rs` computed for the real file. Measured:
+//! 4.7 ms native; the first cl100k_base count of the browser build in Node 20 went from 3-4 ms
+//! to 10-14 ms (bench/README.md, "Entry sizes").
+
+use super::assemble::{Assembler, FrontCoded, Given};
+use super::layout::{DELTA_HEADER, DELTA_MAGIC, DELTA_PARTS};
+use super::vocab::Source;
+
+/// The little-endian u32 at `at` in `bytes`.
+fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
+    let w = bytes.get(at..at.checked_add(4)?)?;
+    Some(u32::from_le_bytes(w.try_into().ok()?))
+}
+
+/// The `.tables` image of the encoding `delta` describes, from `base` (o200k_base's tables,
+/// of id `base_id`), checked to have the id `id`; kept for the life of the program.
+pub(crate) fn derive(
+    base: &Source,
+    base_id: u64,
+    delta: &[u8],
+    id: u64,
+) -> Result<&'static [u8], String> {
+    let header = delta
+        .get(..DELTA_HEADER)
+        .ok_or("the delta is too short for its header")?;
+    if header.get(..DELTA_MAGIC.len()) != Some(&DELTA_MAGIC[..]) {
+        return Err("not a tables delta".into());
+    }
+    let word = |at: usize| u32_at(header, at).unwrap_or(0);
+    if u64::from(word(8)) | u64::from(word(12)) << 32 != base_id {
+        return Err("the delta is for other base tables".into());
+    }
+    let mut parts = [&[][..]; DELTA_PARTS];
+    let mut at = DELTA_HEADER;
+    for (i, part) in parts.iter_mut().enumerate() {
+        let len = word(24 + 4 * i) as usize;
+        *part = delta
+            .get(at..at.saturating_add(len))
+            .ok_or("the delta is too short for its tables")?;
+        at += len;
+    }
+    let [member, xhead, xtok, ranks, short, pre] = parts;
+    let is_member = |i: usize| member.get(i / 8).is_some_and(|b| b >> (i % 8) & 1 == 1);
+    let common = |a: &[u8], b: &[u8]| a.iter().zip(b).take_while(|(x, y)| x == y).count();
+
+    // Both lists are in lexicographic order and share no token: merge them. o200k_base's
+    // tokens are read in place into `theirs`; the length each shares with the token pushed
+    // last (`shared`) follows from their own front coding (the common prefix of a and c, for
+    // a < b < c, is the shorter of a's and b's and b's and c's), except after one of the
+    // delta's own tokens, where it is counted.
+    let mut assembler = Assembler::with_capacity(
+        8 * member.len() + xhead.len() / 2,
+        base.tokens.len() + xtok.len(),
+    );
+    let mut own = FrontCoded::new(xhead, xtok);
+    let mut have_own = own.advance()?;
+    let mut theirs = [0u8; 256];
+    let (mut pos, mut shared) = (0usize, 0usize);
+    for (i, pair) in base.heads.chunks_exact(2).enumerate() {
+        let &[keep, add] = pair else { break };
+        let (keep, add) = (usize::from(keep), usize::from(add));
+        let bytes = base
+            .tokens
+            .get(pos..pos + add)
+            .ok_or("the base tables' front coding runs past its bytes")?;
+        theirs
+            .get_mut(keep..keep + add)
+            .ok_or("the base tables' front coding is inconsistent")?
+            .copy_from_slice(bytes);
+        pos += add;
+        shared = shared.min(keep);
+        if !is_member(i) {
+            continue;
+        }
+        let token = theirs.get(..keep + add).unwrap_or_default();
+        if have_own && own.current() < token {
+            while have_own && own.current() < token {
+                assembler.push(own.current())?;
+                have_own = own.advance()?;
+            }
+            shared = common(assembler.last(), token);
+        }
+        assembler.push_shared(token, shared)?;
+        shared = token.len();
+    }
+    while have_own {
+        assembler.push(own.current())?;
+        have_own = own.advance()?;
+    }
+    let (image, found) = assembler.finish(&Given {
+        ranks,
+        short,
+        pre,
+        rank_bits: word(16),
+        digit_tokens: word(20) != 0,
+    })?;
+    if found != id {
+        return Err(format!(
+            "the tables rebuilt from the delta are not this build's ({found:016x}, this build has {id:016x})"
+        ));
+    }
+    Ok(Box::leak(image.into_boxed_slice()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::generated::{CL100K_TABLES_ID, O200K_TABLES_ID};
+    use super::super::source;
+    use super::*;
+    use crate::Encoding;
+
+    fn delta() -> Vec<u8> {
+        std::fs::read(concat!(env!("OUT_DIR"), "/cl100k.delta")).unwrap()
+    }
+
+    /// The image rebuilt from the delta is byte for byte the `cl100k.tables` build.rs wrote.
+    #[test]
+    fn the_derived_tables_are_the_built_ones() {
+        let base = source(Encoding::O200kBase).unwrap();
+        let derived = derive(&base, O200K_TABLES_ID, &delta(), CL100K_TABLES_ID).unwrap();
+        let built = std::fs::read(concat!(env!("OUT_DIR"), "/cl100k.tables")).unwrap();
+        assert_eq!(derived.len(), built.len());
+        assert!(derived == built.as_slice());
+    }
+
+    /// A delta for other tables, cut short, or with any part changed is refused with a reason,
+    /// never a panic or wrong tables.
+    #[test]
+    fn a_damaged_delta_is_refused() {
+        let base = source(Encoding::O200kBase).unwrap();
+        let good = delta();
+        let refused =
+            |delta: &[u8]| derive(&base, O200K_TABLES_ID, delta, CL100K_TABLES_ID).unwrap_err();
+        assert!(refused(&good[..DELTA_HEADER - 1]).contains("header"));
+        assert!(refused(&good[..good.len() - 1]).contains("too short"));
+        assert!(derive(&base, O200K_TABLES_ID ^ 1, &good, CL100K_TABLES_ID)
+            .unwrap_err()
+            .contains("other base"));
+        let mut renamed = good.clone();
+        renamed[0] ^= 1;
+        assert!(refused(&renamed).contains("not a tables delta"));
+        // A byte changed in each part: the member bits, the other tokens' lengths and bytes,
+        // the ranks, the one- and two-byte tokens.
+        let mut at = DELTA_HEADER;
+        for i in 0..DELTA_PARTS {
+            let len = u32_at(&good, 24 + 4 * i).unwrap() as usize;
+            for offset in [0, len / 2, len - 1] {
+                let mut changed = good.clone();
+                changed[at + offset] ^= 0x11;
+                let _reason = refused(&changed);
+            }
+            at += len;
+        }
+    }
+}
