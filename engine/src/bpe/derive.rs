@@ -20,6 +20,11 @@ fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_le_bytes(w.try_into().ok()?))
 }
 
+/// Bytes copied at once where a token adds no more: a copy of constant length compiles to
+/// plain loads and stores, while one of variable length is, in wasm, a `memory.copy` that V8
+/// runs out of line (most tokens add 1-3 bytes).
+const SHORT: usize = 16;
+
 /// The `.tables` image of the encoding `delta` describes, from `base` (o200k_base's tables,
 /// of id `base_id`), checked to have the id `id`; kept for the life of the program.
 pub(crate) fn derive(
@@ -62,7 +67,7 @@ pub(crate) fn derive(
     );
     let mut own = FrontCoded::new(xhead, xtok);
     let mut have_own = own.advance()?;
-    let mut theirs = [0u8; 256];
+    let mut theirs = [0u8; 256 + SHORT];
     let (mut pos, mut shared) = (0usize, 0usize);
     for (i, pair) in base.heads.chunks_exact(2).enumerate() {
         let &[keep, add] = pair else { break };
@@ -71,10 +76,16 @@ pub(crate) fn derive(
             .tokens
             .get(pos..pos + add)
             .ok_or("the base tables' front coding runs past its bytes")?;
-        theirs
-            .get_mut(keep..keep + add)
-            .ok_or("the base tables' front coding is inconsistent")?
-            .copy_from_slice(bytes);
+        match (
+            base.tokens.get(pos..pos + SHORT),
+            theirs.get_mut(keep..keep + SHORT),
+        ) {
+            (Some(block), Some(dst)) if add <= SHORT => dst.copy_from_slice(block),
+            _ => theirs
+                .get_mut(keep..keep + add)
+                .ok_or("the base tables' front coding is inconsistent")?
+                .copy_from_slice(bytes),
+        }
         pos += add;
         shared = shared.min(keep);
         if !is_member(i) {
