@@ -20,6 +20,14 @@ fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_le_bytes(w.try_into().ok()?))
 }
 
+/// The length `a` and `b` (either may be missing) share.
+fn common(a: Option<&[u8]>, b: Option<&[u8]>) -> usize {
+    match (a, b) {
+        (Some(a), Some(b)) => a.iter().zip(b).take_while(|(x, y)| x == y).count(),
+        _ => 0,
+    }
+}
+
 /// Bytes copied at once where a token adds no more: a copy of constant length compiles to
 /// plain loads and stores, while one of variable length is, in wasm, a `memory.copy` that V8
 /// runs out of line (most tokens add 1-3 bytes).
@@ -54,13 +62,13 @@ pub(crate) fn derive(
     }
     let [member, xhead, xtok, ranks, short, pre] = parts;
     let is_member = |i: usize| member.get(i / 8).is_some_and(|b| b >> (i % 8) & 1 == 1);
-    let common = |a: &[u8], b: &[u8]| a.iter().zip(b).take_while(|(x, y)| x == y).count();
 
-    // Both lists are in lexicographic order and share no token: merge them. o200k_base's
-    // tokens are read in place into `theirs`; the length each shares with the token pushed
-    // last (`shared`) follows from their own front coding (the common prefix of a and c, for
-    // a < b < c, is the shorter of a's and b's and b's and c's), except after one of the
-    // delta's own tokens, where it is counted.
+    // Both lists are in lexicographic order and share no token: merge them, knowing for each
+    // of the next token of each list the length it shares with the token pushed last (`last`):
+    // `theirs_shared` and `own_shared`. Two tokens after `last` compare at the shorter of those
+    // lengths without being looked at, unless the lengths are equal (for a < b < c, the common
+    // prefix of a and c is the shorter of a's and b's and b's and c's; so it is for o200k_base's
+    // tokens skipped, and for the delta's tokens, front-coded among themselves).
     let mut assembler = Assembler::with_capacity(
         8 * member.len() + xhead.len() / 2,
         base.tokens.len() + xtok.len(),
@@ -68,7 +76,7 @@ pub(crate) fn derive(
     let mut own = FrontCoded::new(xhead, xtok);
     let mut have_own = own.advance()?;
     let mut theirs = [0u8; 256 + SHORT];
-    let (mut pos, mut shared) = (0usize, 0usize);
+    let (mut pos, mut theirs_shared, mut own_shared) = (0usize, 0usize, 0usize);
     for (i, pair) in base.heads.chunks_exact(2).enumerate() {
         let &[keep, add] = pair else { break };
         let (keep, add) = (usize::from(keep), usize::from(add));
@@ -87,24 +95,48 @@ pub(crate) fn derive(
                 .copy_from_slice(bytes),
         }
         pos += add;
-        shared = shared.min(keep);
+        theirs_shared = theirs_shared.min(keep);
         if !is_member(i) {
             continue;
         }
         let token = theirs.get(..keep + add).unwrap_or_default();
-        if have_own && own.current() < token {
-            while have_own && own.current() < token {
-                assembler.push(own.current())?;
-                have_own = own.advance()?;
+        // Push the delta's tokens before it.
+        while have_own {
+            let x = own.current();
+            let own_first = match own_shared.cmp(&theirs_shared) {
+                std::cmp::Ordering::Greater => true,
+                std::cmp::Ordering::Less => false,
+                std::cmp::Ordering::Equal => {
+                    let from = own_shared;
+                    let same = from + common(x.get(from..), token.get(from..));
+                    let first = match (x.get(same), token.get(same)) {
+                        (Some(a), Some(b)) => a < b,
+                        (None, _) => true,
+                        (_, None) => false,
+                    };
+                    // The length the later of the two shares with the earlier.
+                    if first {
+                        theirs_shared = same;
+                    } else {
+                        own_shared = same;
+                    }
+                    first
+                }
+            };
+            if !own_first {
+                break;
             }
-            shared = common(assembler.last(), token);
+            assembler.push_shared(x, own_shared)?;
+            have_own = own.advance()?;
+            own_shared = own.shared();
         }
-        assembler.push_shared(token, shared)?;
-        shared = token.len();
+        assembler.push_shared(token, theirs_shared)?;
+        theirs_shared = token.len();
     }
     while have_own {
-        assembler.push(own.current())?;
+        assembler.push_shared(own.current(), own_shared)?;
         have_own = own.advance()?;
+        own_shared = own.shared();
     }
     let (image, found) = assembler.finish(&Given {
         ranks,
