@@ -13,9 +13,12 @@
 // budget or a reason, the input untouched, every pointer and marker in the output read back
 // from the adapter (readOffloaded, readArchive) equal to the original, no text lost, the first
 // request verbatim unless it alone is over a quarter of the window.
-// KEEPER_FAULT_PREPARES sets the number of prepares over all adapters (default 10,000: 6,500
-// memory, 2,500 IndexedDB, 1,000 file system), KEEPER_FAULT_SEED the seed;
-// KEEPER_FAULT_DUMP=file writes each prepare (input, output, report) there before its checks.
+// KEEPER_FAULT_SESSIONS sets the number of sessions over all adapters (default 10,000: 6,500
+// memory, 2,500 IndexedDB, 1,000 file system; about 6.6 prepares a session), or
+// KEEPER_FAULT_PREPARES a number of prepares instead (split the same way; the last session cut
+// short), KEEPER_FAULT_SEED the seed; KEEPER_FAULT_DUMP=file writes each prepare (input, output,
+// report) there before its checks. A count of sessions runs the same sessions, turn for turn, as
+// a count of prepares that reaches them (the generator draws nothing from the limit).
 // The same campaign runs in workerd over Durable Object storage (tests/workerd/faults.test.mjs).
 import { describe, test, after } from "node:test";
 import assert from "node:assert/strict";
@@ -29,8 +32,18 @@ import { FaultyStore } from "context-keeper/testing";
 import { IDBFactory, IDBKeyRange } from "fake-indexeddb";
 import { NOW, append, checkPrepared, confirming, faults, flusher, head, nextInput, rng, sessionOptions, step, summarizer } from "./fault-campaign.mjs";
 
-const PREPARES = Number(process.env.KEEPER_FAULT_PREPARES ?? 10_000);
 const SEED = Number(process.env.KEEPER_FAULT_SEED ?? 23);
+
+/** The campaign's size: `{ sessions }` or `{ prepares }` over all adapters, from the environment. */
+const SIZE = (() => {
+  const { KEEPER_FAULT_SESSIONS: sessions, KEEPER_FAULT_PREPARES: prepares } = process.env;
+  if (sessions !== undefined && prepares !== undefined) throw new Error("set KEEPER_FAULT_SESSIONS or KEEPER_FAULT_PREPARES, not both");
+  const [unit, raw] = prepares !== undefined ? ["prepares", prepares] : ["sessions", sessions ?? "10000"];
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`KEEPER_FAULT_${unit.toUpperCase()}=${raw}: not a positive integer`);
+  return { [unit]: n };
+})();
+const [[UNIT, TOTAL]] = Object.entries(SIZE);
 
 const temp = mkdtempSync(join(tmpdir(), "ck-keeper-faults-"));
 after(() => rmSync(temp, { recursive: true, force: true }));
@@ -70,10 +83,10 @@ const SHARE = { memory: 0.65, indexeddb: 0.25, fs: 0.1 };
 // NOTE: one after another (side by side, the 5 ms store bound of the others fires on a busy
 // event loop, not on an injected fault); the file system takes the smallest share, as every
 // save there waits on two fsyncs.
-describe(`${PREPARES} prepares of faulty sessions over the real adapters`, () => {
+describe(`${TOTAL} ${UNIT === "sessions" ? "faulty sessions" : "prepares of faulty sessions"} over the real adapters`, () => {
   for (const [name, share] of Object.entries(SHARE)) {
-    const prepares = Math.round(PREPARES * share);
-    test(`${prepares} over ${name === "fs" ? "FileSystemStore" : name === "indexeddb" ? "IndexedDBStore (fake-indexeddb)" : "MemoryStore"}: valid, in budget or a reason, nothing lost, the task kept`, () => campaign(prepares, SEED, name));
+    const n = Math.round(TOTAL * share);
+    test(`${n} ${UNIT} over ${name === "fs" ? "FileSystemStore" : name === "indexeddb" ? "IndexedDBStore (fake-indexeddb)" : "MemoryStore"}: valid, in budget or a reason, nothing lost, the task kept`, () => campaign({ [UNIT]: n }, SEED, name));
   }
 });
 
@@ -81,20 +94,37 @@ describe(`${PREPARES} prepares of faulty sessions over the real adapters`, () =>
 // content-derived key by a prepare whose session state lacked it (the state's load missed or its
 // save failed); that save wrote half and failed, and a later prepare whose state knew the id
 // pointed at the torn record. The driver now keeps an intact record of the same content instead
-// of writing it again (performSaves). With that undone, both tests below fail (the campaign's at
+// of writing it again (performSaves). With that undone, this test and the next fail (the campaign's at
 // prepare 82; the scripted one at turn 3: "the stored output ... is damaged").
-test("seed 5: a torn re-save does not destroy a confirmed offload", () => campaign(200, 5, "memory"));
+test("seed 5: a torn re-save does not destroy a confirmed offload", () => campaign({ prepares: 200 }, 5, "memory"));
 
 // The same, scripted, so it does not depend on the campaign's sequence of store calls: turn 1
 // offloads and stores its state; at turn 2 the state's load misses, the re-save of the record
 // writes half and fails, and so does the state's save; turn 3 loads turn 1's state, which
 // names the record.
-test("a torn re-save does not destroy a confirmed offload that a stored state still points at", async () => {
+test("a torn re-save does not destroy a confirmed offload that a stored state still points at", () => tornResave({}));
+
+// Seed 23 found this at prepare 21,069 of the 10,000-session campaign (memory, session 3248,
+// turn 11): the check that keeps an intact record instead of writing it again (above) loads the
+// record first; when that load fails (throws, rejects, times out: the store cannot say what is
+// there), the record was written again all the same, the write tore it, and a later prepare
+// whose state (saved before) named the record pointed at the torn one. Scripted: as above, with
+// the load of the record at turn 2 throwing.
+test("a torn re-save after a failed load does not destroy a confirmed offload", () => tornResave({ offloadLoad: "throw" }));
+
+/**
+ * Turn 1 offloads a large log and stores its state; turn 2's state load misses, its re-save of
+ * the record writes half and fails and its state save rejects (`offloadLoad`: what turn 2's
+ * load of the record does, if it fails); turn 3 reads turn 1's state. The log stays whole
+ * wherever an output points at it.
+ */
+async function tornResave({ offloadLoad }) {
   const real = new MemoryStore();
   let phase = 1;
   const store = new FaultyStore(real, (op, key) => {
     if (phase !== 2) return undefined;
     if (op === "load" && key[2] === "state") return "missing";
+    if (op === "load" && key[2] === "offload") return offloadLoad;
     if (op === "save" && key[2] === "offload") return "half";
     if (op === "save" && key[2] === "state") return "reject";
     return undefined;
@@ -139,15 +169,21 @@ test("a torn re-save does not destroy a confirmed offload that a stored state st
     assert.equal(back.join("\n"), big, `turn ${n}: the pointer reads back the whole log`);
   }
   assert.ok(third.messages.find((m) => m.tool_call_id === "c1").content.startsWith("[offloaded tool output id="), "turn 3 points at the record its state names");
-});
+}
 
-async function campaign(PREPARES, SEED, adapter) {
+/**
+ * `size`: `{ sessions }` (that many whole sessions) or `{ prepares }` (stops after that many
+ * prepares, cutting its last session short).
+ */
+async function campaign(size, SEED, adapter) {
+  const SESSIONS = size.sessions ?? Infinity;
+  const PREPARES = size.prepares ?? Infinity;
   const { storeTimeoutMs, open } = ADAPTERS[adapter];
   const r = rng(SEED);
   const big = rng(SEED * 7919 + 1);
   const tally = { adapter, prepares: 0, sessions: 0, rejected: 0, afterRejection: 0, summaries: 0, decisions: {}, offloaded: 0, failures: 0, restarts: 0, pointersRead: 0, archivesRead: 0, firstRequestSummarized: 0, prepareMs: 0, checkMs: 0 };
   const started = performance.now();
-  while (tally.prepares < PREPARES) {
+  while (tally.sessions < SESSIONS && tally.prepares < PREPARES) {
     tally.sessions++;
     const dialect = r.pick(["openai", "anthropic", "aisdk", "ui"]);
     const sessionId = r.pick(["s", "../../x", "__proto__", "é"]) + tally.sessions;
@@ -230,7 +266,7 @@ async function campaign(PREPARES, SEED, adapter) {
   tally.checkMs = Math.round(tally.checkMs);
   console.log(`keeper-faults: ${JSON.stringify({ ...tally, seed: SEED, seconds })}`);
   assert.ok(tally.decisions.compacted > 0 && tally.offloaded > 0 && tally.failures > 0, "the campaign reached compaction, offloads and failures");
-  if (PREPARES >= 1_000) {
+  if (tally.prepares >= 1_000) {
     assert.ok(tally.archivesRead > 0 && tally.pointersRead > 0, "archives and offloads were read back");
     assert.ok(tally.rejected > 0 && tally.afterRejection > 0, "a keeper whose prepare rejected went on");
   }
