@@ -86,6 +86,13 @@ async function attempt(call, timeoutMs) {
 
 const UTF8 = new TextDecoder();
 
+/** Whether two byte arrays hold the same bytes. */
+function sameBytes(a, b) {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 /** The SHA-256 an offload record's header line names, or undefined for bytes that hold none. */
 function recordHash(bytes) {
   const end = bytes.indexOf(10);
@@ -148,19 +155,20 @@ export function bindContext(core) {
   }
 
   /**
-   * Saves each distinct key once; returns per save `null` (confirmed) or the reason. An offload
-   * record's key is its content's, so one already stored intact under it is the same record: it
-   * counts as confirmed and is not written again, since a write that fails halfway (a store
-   * may tear one) would destroy the copy a pointer already names. (A session state that lost
-   * the offload, by a failed load or save, is what makes the core ask again.)
+   * Saves each distinct key once; returns per save `null` (confirmed) or the reason. Offload
+   * and archive keys are read before they are written: a copy already stored intact under the
+   * key (an offload record's key is its content's; an archive's, its number's and its span's)
+   * counts as confirmed and is not written again, since a write that fails halfway (a store may
+   * tear one) would destroy the copy a pointer, a marker or a stored session state already
+   * names. (A session state that lost the offload or the compaction, by a failed load or save,
+   * is what makes the core ask again.) If that read fails, the key is not written either: the
+   * save fails, and the content stays in the conversation.
    */
   async function performSaves(store, saves, timeoutMs) {
     const byKey = new Map();
     for (const save of saves) {
       const id = JSON.stringify(save.key);
-      if (!byKey.has(id)) {
-        byKey.set(id, (async () => ((await holdsRecord(store, save.key, save.bytes, timeoutMs)) ? { ok: true } : attempt(() => store.save(save.key, save.bytes), timeoutMs)))());
-      }
+      if (!byKey.has(id)) byKey.set(id, saveOnce(store, save, timeoutMs));
     }
     const outcomes = [];
     for (const save of saves) {
@@ -170,19 +178,36 @@ export function bindContext(core) {
     return outcomes;
   }
 
-  /** Whether `key`, an offload record's, already holds an intact record of the content `bytes`
-   * hold (its header names the same SHA-256, and the text matches it). */
-  async function holdsRecord(store, key, bytes, timeoutMs) {
-    if (key[2] !== "offload" || typeof key[3] !== "string") return false;
-    const want = recordHash(bytes);
-    if (want === undefined) return false;
+  async function saveOnce(store, save, timeoutMs) {
+    const held = await storedCopy(store, save.key, save.bytes, timeoutMs);
+    if (held.failed !== undefined) return { ok: false, reason: held.failed };
+    if (held.intact) return { ok: true };
+    return attempt(() => store.save(save.key, save.bytes), timeoutMs);
+  }
+
+  /** What `key` holds before `bytes` are written there: `{ intact: true }` when it holds them
+   * already (an offload record of the same content, its header naming the same SHA-256 and its
+   * text matching it; an archive of the same bytes), `{ intact: false }` when it holds nothing
+   * or something else (a torn copy: writing repairs it), `{ failed: reason }` when it cannot be
+   * read. Other keys are not read. */
+  async function storedCopy(store, key, bytes, timeoutMs) {
+    const kind = key[2];
+    if (kind !== "offload" && kind !== "archive") return { intact: false };
+    const want = kind === "offload" ? recordHash(bytes) : undefined;
+    if (kind === "offload" && (want === undefined || typeof key[3] !== "string")) return { intact: false };
     const loaded = await attempt(() => store.load(key), timeoutMs);
-    if (!loaded.ok || !(loaded.value instanceof Uint8Array) || recordHash(loaded.value) !== want) return false;
+    if (!loaded.ok) {
+      return { failed: `could not read ${JSON.stringify(key)} before writing it (a copy stored there must not be overwritten by a write that may fail halfway): ${loaded.reason}` };
+    }
+    const value = loaded.value;
+    if (!(value instanceof Uint8Array)) return { intact: false };
+    if (kind === "archive") return { intact: sameBytes(value, bytes) };
+    if (recordHash(value) !== want) return { intact: false };
     try {
-      core.__ckRead(key[3], loaded.value, 1, 1, 1);
-      return true;
+      core.__ckRead(key[3], value, 1, 1, 1);
+      return { intact: true };
     } catch {
-      return false;
+      return { intact: false };
     }
   }
 

@@ -112,6 +112,72 @@ test("a torn re-save does not destroy a confirmed offload that a stored state st
 // the load of the record at turn 2 throwing.
 test("a torn re-save after a failed load does not destroy a confirmed offload", () => tornResave({ offloadLoad: "throw" }));
 
+// The same for a compaction's archive, whose key (its number and its span's hash) a re-planned
+// compaction of the same span writes again: turn 1 compacts and stores its state; at turn 2 the
+// state's load misses, the archive's re-save writes half and fails (after its load before the
+// write either reads the copy or, in the second test, throws), and so does the state's save (turn
+// 2 is a retry of turn 1's request, so the same span);
+// turn 3 loads turn 1's state and re-applies its compaction, whose marker names the archive.
+test("a torn re-save does not destroy a confirmed compaction archive that a stored state still points at", () => tornArchive({}));
+test("a torn re-save after a failed load does not destroy a confirmed compaction archive", () => tornArchive({ archiveLoad: "throw" }));
+
+/**
+ * Turn 1 compacts a long chat and stores its state; turn 2's state load misses, its re-save of
+ * the archive writes half and fails and its state save rejects (`archiveLoad`: what turn 2's
+ * load of the archive does, if it fails); turn 3 reads turn 1's state. Every marker's archive
+ * reads back as the messages it replaced.
+ */
+async function tornArchive({ archiveLoad }) {
+  const real = new MemoryStore();
+  let phase = 1;
+  const store = new FaultyStore(real, (op, key) => {
+    if (phase !== 2) return undefined;
+    if (op === "load" && key[2] === "state") return "missing";
+    if (op === "load" && key[2] === "archive") return archiveLoad;
+    if (op === "save" && key[2] === "archive") return "half";
+    if (op === "save" && key[2] === "state") return "reject";
+    return undefined;
+  });
+  const history = [{ role: "system", content: "You are a helpful assistant." }];
+  for (let i = 0; i < 40; i++) {
+    history.push({ role: "user", content: `question ${i}: ${"tell me about the weather in some city ".repeat(4)}` });
+    history.push({ role: "assistant", content: `answer ${i}: ${"it is sunny and warm with a light breeze ".repeat(4)}` });
+  }
+  const sessionId = "torn-archive";
+  // (turn 2 is turn 1 again, a retried request: the same span, so the same archive key)
+  const turn = async (n) => {
+    phase = n;
+    if (n !== 2) history.push({ role: "user", content: `go on ${n}` });
+    const keeper = new ContextKeeper({ contextWindow: 3_000, store, storeTimeoutMs: 50, summarize: () => "The user asked about the weather in many cities." });
+    try {
+      return await keeper.prepare([...history], { sessionId, now: NOW });
+    } finally {
+      keeper.free();
+    }
+  };
+  const first = await turn(1);
+  assert.equal(first.report.decision, "compacted", "turn 1 compacts");
+  const second = await turn(2);
+  assert.ok(second.report.stateFailure, "turn 2's state save failed, as scripted");
+  const third = await turn(3);
+  const tag = "<context-keeper-compaction";
+  let markers = 0;
+  for (const [n, { messages }] of [[1, first], [2, second], [3, third]]) {
+    for (const m of messages) {
+      if (typeof m.content !== "string" || !m.content.startsWith(tag)) continue;
+      markers++;
+      const key = JSON.parse(m.content.slice(tag.length).split("\n", 1)[0].trim().slice(0, -1)).key;
+      const archive = await ck.readArchive(key, { store: real });
+      assert.ok(archive.messages.length > 0, `turn ${n}: the archive holds the replaced messages`);
+      const at = history.findIndex((h) => JSON.stringify(h) === JSON.stringify(archive.messages[0]));
+      assert.ok(at > 0, `turn ${n}: the archive starts with a message of the history`);
+      assert.deepEqual(archive.messages, history.slice(at, at + archive.messages.length), `turn ${n}: the archive is the replaced messages, whole`);
+    }
+  }
+  assert.ok(third.messages.some((m) => typeof m.content === "string" && m.content.startsWith(tag)), "turn 3 re-applies the compaction its state names");
+  assert.ok(markers >= 2, "turns 1 and 3 each point at the archive");
+}
+
 /**
  * Turn 1 offloads a large log and stores its state; turn 2's state load misses, its re-save of
  * the record writes half and fails and its state save rejects (`offloadLoad`: what turn 2's
