@@ -398,7 +398,14 @@ fn exercise(input: &Value) {
                 assert_eq!(&conv.to_value(), input);
                 let _ = validate_messages(input, &opts);
                 let repaired = repair_messages(input, &opts).unwrap();
-                let _ = validate_messages(&repaired.messages, &opts).unwrap();
+                // The repaired conversation reads in the input's format. (Not always by
+                // detection: repair can remove what outvoted an odd part, as in
+                // `repair_keeps_the_format_not_its_detection`.)
+                let read_as = MessagesOptions {
+                    format: format.or(detect_format(input)),
+                    allow_pending_calls,
+                };
+                let _ = validate_messages(&repaired.messages, &read_as).unwrap();
             }
         }
     }
@@ -469,4 +476,29 @@ fn pointer_mut<'a>(value: &'a mut Value, path: &[String]) -> Option<&'a mut Valu
         Value::Object(obj) => obj.get_mut(seg),
         _ => None,
     })
+}
+
+/// Found by `mutated_conversations_never_panic`: an OpenAI conversation whose assistant content
+/// holds a part typed `tool_use` with nothing else (OpenAI keeps a part it does not know as it
+/// is). Its `tool` messages outvote that part, so it is read as OpenAI; repair drops those
+/// messages (their calls are missing), and what is left detects as Anthropic, where the part
+/// lacks its `id`. The repaired conversation is in the input's format, and reads in it.
+#[test]
+fn repair_keeps_the_format_not_its_detection() {
+    let input = serde_json::json!([
+        {"role": "assistant", "content": [{"type": "tool_use"}]},
+        {"role": "user", "content": "hi"},
+        {"role": "tool", "tool_call_id": "id_0", "content": "a"},
+    ]);
+    let auto = MessagesOptions::default();
+    assert_eq!(detect_format(&input), Some(Format::OpenAi));
+    assert!(parse_messages(&input, &auto).is_ok());
+    let repaired = repair_messages(&input, &auto).unwrap();
+    assert_eq!(repaired.messages.as_array().unwrap().len(), 2);
+    assert_eq!(detect_format(&repaired.messages), Some(Format::Anthropic));
+    let openai = MessagesOptions {
+        format: Some(Format::OpenAi),
+        ..MessagesOptions::default()
+    };
+    validate_messages(&repaired.messages, &openai).unwrap();
 }
