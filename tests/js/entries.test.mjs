@@ -98,8 +98,10 @@ test("context-keeper/lite is the estimator alone: no countTokens, no tables", ()
   assert.ok(wasm.length < 200 * 1024, `lite .wasm is ${wasm.length} bytes`);
 });
 
+// (The main entry's browser .wasm holds cl100k_base as a delta from o200k_base's tables, 351 KB
+// raw, and rebuilds its tables on first use: engine/src/bpe/derive.rs.)
 test("each one-encoding entry is smaller than the main entry by the other's tables", () => {
   const [both, one, other] = [wasmOf(""), wasmOf("o200k/"), wasmOf("cl100k/")];
-  assert.ok(one.length < both.length - 400_000, `o200k ${one.length} vs both ${both.length}`);
+  assert.ok(one.length < both.length - 300_000, `o200k ${one.length} vs both ${both.length}`);
   assert.ok(other.length < both.length - 900_000, `cl100k ${other.length} vs both ${both.length}`);
 });
