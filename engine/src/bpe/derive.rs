@@ -2,13 +2,13 @@
 //! (the main entry's browser and workerd build; `build.rs` sets `cl100k_delta`).
 //!
 //! Why: 85,033 of cl100k_base's 100,256 tokens are o200k_base's too. Built in whole, its
-//! tables cost the main entry 415 KB (gzip); as a delta (a bit per o200k_base token, its
-//! 15,022 other tokens, its ranks, one- and two-byte tokens) they cost about 130 KB less. The
+//! tables cost the main entry 419 KB (gzip); as a delta (a bit per o200k_base token, its
+//! 15,022 other tokens, its ranks, one- and two-byte tokens) 292 KB. The
 //! price is paid on cl100k_base's first use in that build only: one pass over o200k_base's
 //! front-coded tokens (read in place, not decoded into tables) into an owned copy of the image
 //! (686 KB), which is checked against the id `build.rs` computed for the real file. Measured:
-//! 4.7 ms native; the first cl100k_base count of the browser build in Node 20 went from 3-4 ms
-//! to 10-14 ms (bench/README.md, "Entry sizes").
+//! 3.7 ms native; the first cl100k_base count of the browser build in Node 20, 1.7 -> 13.0 ms
+//! (median; bench/README.md, "Entry sizes", cut 3): it runs once, in V8's baseline tier.
 
 use super::assemble::{Assembler, FrontCoded, Given};
 use super::layout::{DELTA_HEADER, DELTA_MAGIC, DELTA_PARTS};
