@@ -252,7 +252,7 @@ fn write_delta(
         .iter()
         .filter(|t| !in_base.contains(t.as_slice()))
     {
-        let shared = prev.iter().zip(t).take_while(|(a, b)| a == b).count();
+        let shared = assemble::common_prefix(prev, t);
         xhead.push(shared as u8);
         xhead.push((t.len() - shared) as u8);
         xtok.extend_from_slice(&t[shared..]);

@@ -192,9 +192,8 @@ export function bindContext(core) {
    * read. Other keys are not read. */
   async function storedCopy(store, key, bytes, timeoutMs) {
     const kind = key[2];
-    if (kind !== "offload" && kind !== "archive") return { intact: false };
-    const want = kind === "offload" ? recordHash(bytes) : undefined;
-    if (kind === "offload" && (want === undefined || typeof key[3] !== "string")) return { intact: false };
+    const want = kind === "offload" && typeof key[3] === "string" ? recordHash(bytes) : undefined;
+    if (kind !== "archive" && want === undefined) return { intact: false };
     const loaded = await attempt(() => store.load(key), timeoutMs);
     if (!loaded.ok) {
       return { failed: `could not read ${JSON.stringify(key)} before writing it (a copy stored there must not be overwritten by a write that may fail halfway): ${loaded.reason}` };

@@ -285,7 +285,7 @@ async function readBack(ck, id, store, sessionId) {
 }
 
 /** The archive key a marker text names, or undefined. */
-function markerKey(s) {
+export function markerKey(s) {
   if (!s.startsWith(COMPACTION_TAG)) return undefined;
   const line = s.slice(COMPACTION_TAG.length).split("\n", 1)[0].trim();
   if (!line.endsWith(">")) return undefined;

@@ -30,7 +30,7 @@ import { ContextKeeper, ContextKeeperError } from "context-keeper";
 import { FileSystemStore, IndexedDBStore, MemoryStore } from "context-keeper/stores";
 import { FaultyStore } from "context-keeper/testing";
 import { IDBFactory, IDBKeyRange } from "fake-indexeddb";
-import { NOW, append, checkPrepared, confirming, faults, flusher, head, nextInput, rng, sessionOptions, step, summarizer } from "./fault-campaign.mjs";
+import { NOW, append, checkPrepared, confirming, faults, flusher, head, markerKey, nextInput, rng, sessionOptions, step, summarizer } from "./fault-campaign.mjs";
 
 const SEED = Number(process.env.KEEPER_FAULT_SEED ?? 23);
 
@@ -122,79 +122,76 @@ test("a torn re-save does not destroy a confirmed compaction archive that a stor
 test("a torn re-save after a failed load does not destroy a confirmed compaction archive", () => tornArchive({ archiveLoad: "throw" }));
 
 /**
- * Turn 1 compacts a long chat and stores its state; turn 2's state load misses, its re-save of
- * the archive writes half and fails and its state save rejects (`archiveLoad`: what turn 2's
- * load of the archive does, if it fails); turn 3 reads turn 1's state. Every marker's archive
- * reads back as the messages it replaced.
+ * Three turns of one session through a store that, at turn 2, misses the session state's load,
+ * answers each load of a `kind` record with `load` (if given: a fault), writes half of each
+ * `kind` save and rejects the state's save; turn 3 reads turn 1's state. Each turn appends a
+ * user message to `history`, except turn 2 with `retry` (a retried request). Returns the real
+ * store and the three prepares.
  */
-async function tornArchive({ archiveLoad }) {
+async function tornRewrite({ kind, load, history, sessionId, options, retry = false }) {
   const real = new MemoryStore();
   let phase = 1;
   const store = new FaultyStore(real, (op, key) => {
     if (phase !== 2) return undefined;
-    if (op === "load" && key[2] === "state") return "missing";
-    if (op === "load" && key[2] === "archive") return archiveLoad;
-    if (op === "save" && key[2] === "archive") return "half";
-    if (op === "save" && key[2] === "state") return "reject";
+    if (key[2] === "state") return op === "load" ? "missing" : op === "save" ? "reject" : undefined;
+    if (key[2] === kind) return op === "load" ? load : op === "save" ? "half" : undefined;
     return undefined;
   });
+  const turns = [];
+  for (const n of [1, 2, 3]) {
+    phase = n;
+    if (!(retry && n === 2)) history.push({ role: "user", content: `go on ${n}` });
+    const keeper = new ContextKeeper({ store, storeTimeoutMs: 50, ...options });
+    try {
+      turns.push(await keeper.prepare([...history], { sessionId, now: NOW }));
+    } finally {
+      keeper.free();
+    }
+  }
+  assert.ok(turns[1].report.stateFailure, "turn 2's state save failed, as scripted");
+  return { real, turns };
+}
+
+/**
+ * Turn 1 compacts a long chat and stores its state; turn 2 (a retry of turn 1's request, so the
+ * same span and archive key) re-saves the archive torn (`archiveLoad`: what its load before the
+ * write does, if it fails); turn 3 re-applies turn 1's compaction. Every marker's archive reads
+ * back as the messages it replaced.
+ */
+async function tornArchive({ archiveLoad }) {
   const history = [{ role: "system", content: "You are a helpful assistant." }];
   for (let i = 0; i < 40; i++) {
     history.push({ role: "user", content: `question ${i}: ${"tell me about the weather in some city ".repeat(4)}` });
     history.push({ role: "assistant", content: `answer ${i}: ${"it is sunny and warm with a light breeze ".repeat(4)}` });
   }
-  const sessionId = "torn-archive";
-  // (turn 2 is turn 1 again, a retried request: the same span, so the same archive key)
-  const turn = async (n) => {
-    phase = n;
-    if (n !== 2) history.push({ role: "user", content: `go on ${n}` });
-    const keeper = new ContextKeeper({ contextWindow: 3_000, store, storeTimeoutMs: 50, summarize: () => "The user asked about the weather in many cities." });
-    try {
-      return await keeper.prepare([...history], { sessionId, now: NOW });
-    } finally {
-      keeper.free();
-    }
-  };
-  const first = await turn(1);
-  assert.equal(first.report.decision, "compacted", "turn 1 compacts");
-  const second = await turn(2);
-  assert.ok(second.report.stateFailure, "turn 2's state save failed, as scripted");
-  const third = await turn(3);
-  const tag = "<context-keeper-compaction";
+  const { real, turns } = await tornRewrite({
+    kind: "archive", load: archiveLoad, history, sessionId: "torn-archive", retry: true,
+    options: { contextWindow: 3_000, summarize: () => "The user asked about the weather in many cities." },
+  });
+  assert.equal(turns[0].report.decision, "compacted", "turn 1 compacts");
   let markers = 0;
-  for (const [n, { messages }] of [[1, first], [2, second], [3, third]]) {
+  for (const [i, { messages }] of turns.entries()) {
     for (const m of messages) {
-      if (typeof m.content !== "string" || !m.content.startsWith(tag)) continue;
+      const key = typeof m.content === "string" ? markerKey(m.content) : undefined;
+      if (key === undefined) continue;
       markers++;
-      const key = JSON.parse(m.content.slice(tag.length).split("\n", 1)[0].trim().slice(0, -1)).key;
       const archive = await ck.readArchive(key, { store: real });
-      assert.ok(archive.messages.length > 0, `turn ${n}: the archive holds the replaced messages`);
+      assert.ok(archive.messages.length > 0, `turn ${i + 1}: the archive holds the replaced messages`);
       const at = history.findIndex((h) => JSON.stringify(h) === JSON.stringify(archive.messages[0]));
-      assert.ok(at > 0, `turn ${n}: the archive starts with a message of the history`);
-      assert.deepEqual(archive.messages, history.slice(at, at + archive.messages.length), `turn ${n}: the archive is the replaced messages, whole`);
+      assert.ok(at > 0, `turn ${i + 1}: the archive starts with a message of the history`);
+      assert.deepEqual(archive.messages, history.slice(at, at + archive.messages.length), `turn ${i + 1}: the archive is the replaced messages, whole`);
     }
   }
-  assert.ok(third.messages.some((m) => typeof m.content === "string" && m.content.startsWith(tag)), "turn 3 re-applies the compaction its state names");
+  assert.ok(turns[2].messages.some((m) => typeof m.content === "string" && markerKey(m.content) !== undefined), "turn 3 re-applies the compaction its state names");
   assert.ok(markers >= 2, "turns 1 and 3 each point at the archive");
 }
 
 /**
- * Turn 1 offloads a large log and stores its state; turn 2's state load misses, its re-save of
- * the record writes half and fails and its state save rejects (`offloadLoad`: what turn 2's
- * load of the record does, if it fails); turn 3 reads turn 1's state. The log stays whole
- * wherever an output points at it.
+ * Turn 1 offloads a large log and stores its state; turn 2 re-saves the record torn
+ * (`offloadLoad`: what its load before the write does, if it fails); turn 3 reads turn 1's
+ * state. The log stays whole wherever an output points at it.
  */
 async function tornResave({ offloadLoad }) {
-  const real = new MemoryStore();
-  let phase = 1;
-  const store = new FaultyStore(real, (op, key) => {
-    if (phase !== 2) return undefined;
-    if (op === "load" && key[2] === "state") return "missing";
-    if (op === "load" && key[2] === "offload") return offloadLoad;
-    if (op === "save" && key[2] === "offload") return "half";
-    if (op === "save" && key[2] === "state") return "reject";
-    return undefined;
-  });
   const big = Array.from({ length: 3_000 }, (_, i) => `line ${i}: ${"x".repeat(20)}`).join("\n");
   const history = [
     { role: "system", content: "You are an agent." },
@@ -203,38 +200,25 @@ async function tornResave({ offloadLoad }) {
     { role: "tool", tool_call_id: "c1", content: big },
   ];
   const sessionId = "torn";
-  const turn = async (n) => {
-    phase = n;
-    history.push({ role: "user", content: `go on ${n}` });
-    const keeper = new ContextKeeper({ contextWindow: 40_000, store, storeTimeoutMs: 50 });
-    try {
-      return await keeper.prepare([...history], { sessionId, now: NOW });
-    } finally {
-      keeper.free();
-    }
-  };
-  const first = await turn(1);
-  assert.equal(first.report.offloaded.length, 1, "turn 1 offloads the log");
-  const id = first.report.offloaded[0].original.id;
-  const second = await turn(2);
-  assert.ok(second.report.stateFailure, "turn 2's state save failed, as scripted");
-  const third = await turn(3);
-  for (const [n, { messages }] of [[1, first], [2, second], [3, third]]) {
+  const { real, turns } = await tornRewrite({ kind: "offload", load: offloadLoad, history, sessionId, options: { contextWindow: 40_000 } });
+  assert.equal(turns[0].report.offloaded.length, 1, "turn 1 offloads the log");
+  const id = turns[0].report.offloaded[0].original.id;
+  for (const [i, { messages }] of turns.entries()) {
     const result = messages.find((m) => m.tool_call_id === "c1").content;
     if (!result.startsWith("[offloaded tool output id=")) {
-      assert.equal(result, big, `turn ${n}: the result inline is the original`);
+      assert.equal(result, big, `turn ${i + 1}: the result inline is the original`);
       continue;
     }
-    assert.ok(result.includes(id), `turn ${n}: ${result.slice(0, 80)}`);
+    assert.ok(result.includes(id), `turn ${i + 1}: ${result.slice(0, 80)}`);
     const back = [];
     for (let offset = 1; offset !== null;) {
       const read = await ck.readOffloaded(id, { store: real, sessionId, offset, limit: 2_000 });
       back.push(read.text);
       offset = read.nextOffset;
     }
-    assert.equal(back.join("\n"), big, `turn ${n}: the pointer reads back the whole log`);
+    assert.equal(back.join("\n"), big, `turn ${i + 1}: the pointer reads back the whole log`);
   }
-  assert.ok(third.messages.find((m) => m.tool_call_id === "c1").content.startsWith("[offloaded tool output id="), "turn 3 points at the record its state names");
+  assert.ok(turns[2].messages.find((m) => m.tool_call_id === "c1").content.startsWith("[offloaded tool output id="), "turn 3 points at the record its state names");
 }
 
 /**

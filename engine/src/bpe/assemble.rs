@@ -12,6 +12,11 @@ use super::layout::{
     TABLES_MAGIC,
 };
 
+/// The length `a` and `b` share at their start.
+pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
 /// Tokens of three bytes or more, front-coded (`.head` and `.tok`), and their groups, as they
 /// are pushed.
 #[derive(Debug, Default)]
@@ -121,12 +126,7 @@ impl Assembler {
     // NOTE: build.rs's; `derive.rs` knows each token's shared length.
     #[allow(dead_code)]
     pub(crate) fn push(&mut self, token: &[u8]) -> Result<(), String> {
-        let shared = self
-            .prev
-            .iter()
-            .zip(token)
-            .take_while(|(a, b)| a == b)
-            .count();
+        let shared = common_prefix(&self.prev, token);
         if token <= self.prev.as_slice() {
             return Err("tokens out of order".into());
         }

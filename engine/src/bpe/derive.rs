@@ -10,23 +10,9 @@
 //! 3.7 ms native; the first cl100k_base count of the browser build in Node 20, 1.7 -> 13.0 ms
 //! (median; bench/README.md, "Entry sizes", cut 3): it runs once, in V8's baseline tier.
 
-use super::assemble::{Assembler, FrontCoded, Given};
-use super::layout::{DELTA_HEADER, DELTA_MAGIC, DELTA_PARTS};
-use super::vocab::Source;
-
-/// The little-endian u32 at `at` in `bytes`.
-fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
-    let w = bytes.get(at..at.checked_add(4)?)?;
-    Some(u32::from_le_bytes(w.try_into().ok()?))
-}
-
-/// The length `a` and `b` (either may be missing) share.
-fn common(a: Option<&[u8]>, b: Option<&[u8]>) -> usize {
-    match (a, b) {
-        (Some(a), Some(b)) => a.iter().zip(b).take_while(|(x, y)| x == y).count(),
-        _ => 0,
-    }
-}
+use super::assemble::{common_prefix, Assembler, FrontCoded, Given};
+use super::layout::{DELTA_MAGIC, DELTA_PARTS};
+use super::vocab::{Header, Source};
 
 /// Bytes copied at once where a token adds no more: a copy of constant length compiles to
 /// plain loads and stores, while one of variable length is, in wasm, a `memory.copy` that V8
@@ -41,26 +27,11 @@ pub(crate) fn derive(
     delta: &[u8],
     id: u64,
 ) -> Result<&'static [u8], String> {
-    let header = delta
-        .get(..DELTA_HEADER)
-        .ok_or("the delta is too short for its header")?;
-    if header.get(..DELTA_MAGIC.len()) != Some(&DELTA_MAGIC[..]) {
-        return Err("not a tables delta".into());
-    }
-    let word = |at: usize| u32_at(header, at).unwrap_or(0);
-    if u64::from(word(8)) | u64::from(word(12)) << 32 != base_id {
+    let read = Header::<DELTA_PARTS>::read(delta, &DELTA_MAGIC, "a tables delta")?;
+    if read.id != base_id {
         return Err("the delta is for other base tables".into());
     }
-    let mut parts = [&[][..]; DELTA_PARTS];
-    let mut at = DELTA_HEADER;
-    for (i, part) in parts.iter_mut().enumerate() {
-        let len = word(24 + 4 * i) as usize;
-        *part = delta
-            .get(at..at.saturating_add(len))
-            .ok_or("the delta is too short for its tables")?;
-        at += len;
-    }
-    let [member, xhead, xtok, ranks, short, pre] = parts;
+    let [member, xhead, xtok, ranks, short, pre] = read.parts;
     let is_member = |i: usize| member.get(i / 8).is_some_and(|b| b >> (i % 8) & 1 == 1);
 
     // Both lists are in lexicographic order and share no token: merge them, knowing for each
@@ -108,7 +79,10 @@ pub(crate) fn derive(
                 std::cmp::Ordering::Less => false,
                 std::cmp::Ordering::Equal => {
                     let from = own_shared;
-                    let same = from + common(x.get(from..), token.get(from..));
+                    let same = from
+                        + x.get(from..)
+                            .zip(token.get(from..))
+                            .map_or(0, |(x, t)| common_prefix(x, t));
                     let first = match (x.get(same), token.get(same)) {
                         (Some(a), Some(b)) => a < b,
                         (None, _) => true,
@@ -142,8 +116,8 @@ pub(crate) fn derive(
         ranks,
         short,
         pre,
-        rank_bits: word(16),
-        digit_tokens: word(20) != 0,
+        rank_bits: read.rank_bits,
+        digit_tokens: read.digit_tokens,
     })?;
     if found != id {
         return Err(format!(
@@ -156,6 +130,7 @@ pub(crate) fn derive(
 #[cfg(test)]
 mod tests {
     use super::super::generated::{CL100K_TABLES_ID, O200K_TABLES_ID};
+    use super::super::layout::DELTA_HEADER;
     use super::super::source;
     use super::*;
     use crate::Encoding;
@@ -194,7 +169,7 @@ mod tests {
         // the ranks, the one- and two-byte tokens.
         let mut at = DELTA_HEADER;
         for i in 0..DELTA_PARTS {
-            let len = u32_at(&good, 24 + 4 * i).unwrap() as usize;
+            let len = u32::from_le_bytes(good[24 + 4 * i..28 + 4 * i].try_into().unwrap()) as usize;
             for offset in [0, len / 2, len - 1] {
                 let mut changed = good.clone();
                 changed[at + offset] ^= 0x11;

@@ -64,7 +64,15 @@ pub(crate) const SPLIT_FROM: u32 = 512;
 /// The first bytes of `<enc>.tables`.
 pub(crate) const TABLES_MAGIC: [u8; 8] = *b"ckTables";
 /// Bytes of `<enc>.tables`'s header.
-pub(crate) const TABLES_HEADER: usize = 8 + 8 + 4 + 4 + PARTS * 4;
+// NOTE: the assembler's and build.rs's (the reader reads any header by `header_len`).
+#[allow(dead_code)]
+pub(crate) const TABLES_HEADER: usize = header_len(PARTS);
+
+/// Bytes of the header of a file of `parts` tables: its magic, an id (u64), the rank width and
+/// the digit flag (u32 each) and the tables' lengths (u32 each).
+pub(crate) const fn header_len(parts: usize) -> usize {
+    8 + 8 + 4 + 4 + 4 * parts
+}
 /// The tables in `<enc>.tables`.
 pub(crate) const PARTS: usize = 7;
 
@@ -105,4 +113,4 @@ pub(crate) const DELTA_MAGIC: [u8; 8] = *b"ckDelta1";
 pub(crate) const DELTA_PARTS: usize = 6;
 /// Bytes of `cl100k.delta`'s header.
 #[allow(dead_code)]
-pub(crate) const DELTA_HEADER: usize = 8 + 8 + 4 + 4 + DELTA_PARTS * 4;
+pub(crate) const DELTA_HEADER: usize = header_len(DELTA_PARTS);

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 
 use super::layout::{
-    CHECKPOINT, GROUP_NONE, GROUP_RECORD, PAIR_BITS, PAIR_NONE, PARTS, ROWS, SPLIT, TABLES_HEADER,
+    header_len, CHECKPOINT, GROUP_NONE, GROUP_RECORD, PAIR_BITS, PAIR_NONE, PARTS, ROWS, SPLIT,
     TABLES_MAGIC,
 };
 
@@ -82,32 +82,17 @@ impl Source {
     /// The tables of an `<enc>.tables` file (layout in `layout.rs`), checked to be the ones
     /// this build was made with (`id`) and to add up; [`Vocab::load`] checks the rest.
     pub(crate) fn parse(file: &'static [u8], id: u64) -> Result<Source, String> {
-        let header = file
-            .get(..TABLES_HEADER)
-            .ok_or_else(|| format!("{} bytes is too short for the header", file.len()))?;
-        if header.get(..TABLES_MAGIC.len()) != Some(&TABLES_MAGIC[..]) {
-            return Err("not a tables file".into());
-        }
-        let word = |at: usize| u32_at(header, at).unwrap_or(0);
-        let found = u64::from(word(8)) | u64::from(word(12)) << 32;
-        if found != id {
+        let read = Header::<PARTS>::read(file, &TABLES_MAGIC, "a tables file")?;
+        if read.id != id {
             return Err(format!(
-                "the file is from another build (tables {found:016x}, this build has {id:016x})"
+                "the file is from another build (tables {:016x}, this build has {id:016x})",
+                read.id
             ));
         }
-        let mut parts = [&[][..]; PARTS];
-        let mut at = TABLES_HEADER;
-        for (i, part) in parts.iter_mut().enumerate() {
-            let len = word(24 + 4 * i) as usize;
-            *part = file
-                .get(at..at.saturating_add(len))
-                .ok_or_else(|| format!("{} bytes is too short for its tables", file.len()))?;
-            at += len;
+        if read.end != file.len() {
+            return Err(format!("{} bytes after the tables", file.len() - read.end));
         }
-        if at != file.len() {
-            return Err(format!("{} bytes after the tables", file.len() - at));
-        }
-        let [heads, tokens, ranks, short, pairs, groups, splits] = parts;
+        let [heads, tokens, ranks, short, pairs, groups, splits] = read.parts;
         Ok(Source {
             heads,
             tokens,
@@ -116,8 +101,49 @@ impl Source {
             pairs,
             groups,
             splits,
+            rank_bits: read.rank_bits,
+            digit_tokens: read.digit_tokens,
+        })
+    }
+}
+
+/// A file of `N` tables after a header of `header_len(N)` bytes (`layout.rs`: `<enc>.tables`
+/// and `cl100k.delta`), all little-endian.
+#[derive(Debug)]
+pub(crate) struct Header<'a, const N: usize> {
+    pub(crate) id: u64,
+    pub(crate) rank_bits: u32,
+    pub(crate) digit_tokens: bool,
+    pub(crate) parts: [&'a [u8]; N],
+    /// Where the last table ends.
+    pub(crate) end: usize,
+}
+
+impl<'a, const N: usize> Header<'a, N> {
+    /// Reads `file`'s header and slices its tables; `kind` names the file in errors.
+    pub(crate) fn read(file: &'a [u8], magic: &[u8; 8], kind: &str) -> Result<Self, String> {
+        let header = file
+            .get(..header_len(N))
+            .ok_or_else(|| format!("{} bytes is too short for the header", file.len()))?;
+        if header.get(..magic.len()) != Some(&magic[..]) {
+            return Err(format!("not {kind}"));
+        }
+        let word = |at: usize| u32_at(header, at).unwrap_or(0);
+        let mut parts = [&[][..]; N];
+        let mut at = header.len();
+        for (i, part) in parts.iter_mut().enumerate() {
+            let len = word(24 + 4 * i) as usize;
+            *part = file
+                .get(at..at.saturating_add(len))
+                .ok_or_else(|| format!("{} bytes is too short for its tables", file.len()))?;
+            at += len;
+        }
+        Ok(Header {
+            id: u64::from(word(8)) | u64::from(word(12)) << 32,
             rank_bits: word(16),
             digit_tokens: word(20) != 0,
+            parts,
+            end: at,
         })
     }
 }
