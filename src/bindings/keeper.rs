@@ -12,7 +12,7 @@ use wasm_bindgen::prelude::*;
 
 use super::context::{
     already_applied, count_error, flush_outcome, messages_out, outcome_of, read_conversation,
-    read_options, save_to_js, set, summary_outcome, to_js,
+    read_options, save_to_js, set, summary_outcome, summary_request_js, to_js,
 };
 use super::error::ContextError;
 use super::list::{self, Found};
@@ -395,7 +395,7 @@ impl PrepareJs {
                 set(&out, "kind", &"compact".into())?;
                 set(&out, "saves", &saves_js(saves)?.into())?;
                 let request = match request {
-                    Some(request) => to_js(request)?,
+                    Some(request) => summary_request_js(request)?,
                     None => JsValue::UNDEFINED,
                 };
                 set(&out, "request", &request)?;

@@ -212,6 +212,11 @@ impl MessageValues {
         self.0.iter().map(Message::to_value).collect()
     }
 
+    /// The messages, in order.
+    pub fn iter(&self) -> std::slice::Iter<'_, Message> {
+        self.0.iter()
+    }
+
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
@@ -1692,3 +1697,24 @@ pub fn read_archive(bytes: &[u8]) -> Option<ArchiveRecord> {
 
 #[cfg(test)]
 mod tests;
+
+/// What [`read_archive`] reads of an archive but its messages, which are checked to be a list
+/// of JSON values and skipped, not built: whether an archive is a record this version reads,
+/// for a reader that parses its messages itself (the bindings hand the text to `JSON.parse`).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)] // NOTE: the fields are what is checked; none is read.
+struct ArchiveHead {
+    version: u32,
+    number: u32,
+    format: Format,
+    previous: Option<Vec<String>>,
+    messages: Vec<serde::de::IgnoredAny>,
+    #[serde(default)]
+    continues: bool,
+}
+
+/// Whether `bytes` are an archive [`read_archive`] reads, without building its messages.
+pub fn is_archive(bytes: &[u8]) -> bool {
+    serde_json::from_slice::<ArchiveHead>(bytes).is_ok()
+}

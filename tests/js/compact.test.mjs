@@ -43,6 +43,8 @@ test("compact archives the span, writes a marker and keeps the head and recent t
   assert.equal(report.outcome, "compacted");
   assert.equal(calls.length, 1);
   const [request] = calls;
+  assert.deepEqual(Object.keys(request), ["messages", "previousSummary", "prompt", "targetTokens", "transcript"]);
+  assert.equal(request.targetTokens, 2_000);
   assert.equal(request.previousSummary, null);
   assert.match(request.prompt, /Exact details/);
   assert.match(request.transcript, /### 2\. assistant/);

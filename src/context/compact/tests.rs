@@ -133,6 +133,62 @@ fn the_archive_holds_the_span_as_json_and_markdown() {
 }
 
 #[test]
+fn an_archive_is_checked_without_its_messages_as_it_is_read() {
+    let input = run(8);
+    let p = planned(&input, SessionState::default());
+    let json = String::from_utf8(p.saves()[0].bytes.clone()).unwrap();
+    let mut record: Value = serde_json::from_str(&json).unwrap();
+    let edits: [(&str, Value); 8] = [
+        ("version", json!("1")),
+        ("number", json!(-1)),
+        ("format", json!("gemini")),
+        ("previous", json!([1, 2])),
+        ("messages", json!({})),
+        ("messages", Value::Null),
+        ("continues", json!("yes")),
+        ("unknown", json!(1)), // kept: a later version's field
+    ];
+    let mut cases: Vec<Vec<u8>> = vec![
+        json.clone().into_bytes(),
+        json.as_bytes()[..json.len() / 2].to_vec(),
+        b"[]".to_vec(),
+        vec![0xff],
+    ];
+    for (field, value) in edits {
+        let mut bad = record.clone();
+        bad[field] = value;
+        cases.push(serde_json::to_vec(&bad).unwrap());
+    }
+    for field in [
+        "version",
+        "number",
+        "format",
+        "messages",
+        "previous",
+        "continues",
+    ] {
+        let mut bad = record.clone();
+        bad.as_object_mut().unwrap().remove(field);
+        cases.push(serde_json::to_vec(&bad).unwrap());
+    }
+    record["messages"] = json!([1, "text", null, [{}], {"role": "user"}]);
+    cases.push(serde_json::to_vec(&record).unwrap());
+    let mut read = 0;
+    for bytes in &cases {
+        let whole = read_archive(bytes).is_some();
+        assert_eq!(
+            is_archive(bytes),
+            whole,
+            "{}",
+            String::from_utf8_lossy(bytes)
+        );
+        read += usize::from(whole);
+    }
+    // the real record, a later version's field, no `previous` or `continues`, any messages
+    assert_eq!(read, 5);
+}
+
+#[test]
 fn every_failure_leaves_the_messages_as_they_were() {
     let input = run(10);
     let before = read(&input);
