@@ -25,6 +25,31 @@ const now = async () => {
   return Date.now();
 };
 
+/**
+ * `store`, measured: the most bytes handed to its `save` and not yet settled at once, memory
+ * the isolate holds outside its JS heap and the wasm memory (the saves' copies out of wasm).
+ */
+function measured(store) {
+  const bytes = { now: 0, peak: 0 };
+  const save = async (key, value) => {
+    bytes.now += value.byteLength;
+    bytes.peak = Math.max(bytes.peak, bytes.now);
+    try {
+      return await store.save(key, value);
+    } finally {
+      bytes.now -= value.byteLength;
+    }
+  };
+  const proxy = new Proxy(store, {
+    get(target, name) {
+      if (name === "save") return save;
+      const value = Reflect.get(target, name, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+  return { store: proxy, bytes };
+}
+
 const summarize = ({ transcript }) => `Intent: fix the failing test. Progress: read ${transcript.length} characters of files. Next: write the fix.`;
 
 export class ScaleSession extends DurableObject {
@@ -78,7 +103,9 @@ export class ScaleSession extends DurableObject {
         await lap("append");
       }
       const keep = url.searchParams.get("keep") === "1";
-      const options = { model: "gpt-4o", store, summarize };
+      const saving = keep ? (this.saving ??= measured(store)) : measured(store);
+      saving.bytes.peak = 0;
+      const options = { model: "gpt-4o", store: saving.store, summarize };
       const keeper = keep ? (this.keeper ??= new ContextKeeper(options)) : new ContextKeeper(options);
       try {
         const { messages, report } = await keeper.prepare(history, { sessionId, now: NOW });
@@ -90,6 +117,7 @@ export class ScaleSession extends DurableObject {
           problems: problems.length,
           times,
           wasmBytes: wasmBytes(),
+          savingBytes: saving.bytes.peak,
           report: {
             decision: report.decision, fits: report.fits, overBudget: report.overBudget, tokensBefore: report.tokensBefore,
             tokensAfter: report.tokensAfter, budget: report.budget?.compactAt, offloaded: report.offloaded.length,

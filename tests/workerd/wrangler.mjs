@@ -9,7 +9,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 const wrangler = join(here, "..", "..", "node_modules", ".bin", "wrangler");
 
 /** A free TCP port on loopback. */
-function freePort() {
+export function freePort() {
   return new Promise((resolve, reject) => {
     const server = createServer().once("error", reject).listen(0, "127.0.0.1", () => {
       const { port } = server.address();
