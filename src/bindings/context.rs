@@ -453,18 +453,19 @@ pub fn grep_records(
     enter();
     let (_, options): (_, GrepOptions) = read_options(&options, false)?;
     let compiled = Pattern::new(pattern, options.ignore_case)?;
-    let entries: Vec<(String, Vec<u8>)> = entries
-        .iter()
-        .filter_map(|e| entry_of(&e))
-        .map(|(id, data)| (id, data.to_vec()))
-        .collect();
-    let found = recovery::grep(
-        &compiled,
-        entries
-            .iter()
-            .map(|(id, bytes)| (id.as_str(), bytes.as_slice())),
-        &options,
-    );
+    // NOTE: one record in wasm memory at a time, in one buffer as large as the largest: a
+    // session's records all copied in at once would stay the memory's high-water mark.
+    let mut search = recovery::Grep::new(&compiled, &options);
+    let mut buffer: Vec<u8> = Vec::new();
+    for (id, data) in entries.iter().filter_map(|e| entry_of(&e)) {
+        buffer.clear();
+        buffer.resize(data.length() as usize, 0);
+        data.copy_to(&mut buffer);
+        if !search.record(&id, &buffer) {
+            break;
+        }
+    }
+    let found = search.finish();
     let out = to_js(&found)?;
     set(
         out.unchecked_ref(),

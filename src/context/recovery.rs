@@ -294,33 +294,72 @@ pub fn grep<'a>(
     records: impl IntoIterator<Item = (&'a str, &'a [u8])>,
     options: &GrepOptions,
 ) -> GrepResult {
-    let mut result = GrepResult::default();
-    let max = options.max_matches.max(1);
+    let mut search = Grep::new(pattern, options);
     for (id, bytes) in records {
+        if !search.record(id, bytes) {
+            break;
+        }
+    }
+    search.finish()
+}
+
+/// A search over records handed one at a time: [`grep`] for a host that holds no more than one
+/// record's bytes at once (the bindings copy each into wasm memory, which never shrinks, so a
+/// session's records all copied in at once would stay its high-water mark).
+#[derive(Debug)]
+pub struct Grep<'a> {
+    pattern: &'a Pattern,
+    options: &'a GrepOptions,
+    result: GrepResult,
+}
+
+impl<'a> Grep<'a> {
+    /// A search with nothing searched yet.
+    pub fn new(pattern: &'a Pattern, options: &'a GrepOptions) -> Self {
+        Grep {
+            pattern,
+            options,
+            result: GrepResult::default(),
+        }
+    }
+
+    /// Searches the next record; false once more lines matched than `max_matches` (the
+    /// result is truncated, and the records after this one need not be given).
+    pub fn record(&mut self, id: &str, bytes: &[u8]) -> bool {
+        let result = &mut self.result;
+        if result.truncated {
+            return false;
+        }
         let text = match decode(id, bytes) {
             Ok((_, text)) => text,
             Err(_) => {
                 result.damaged.push(id.to_owned());
-                continue;
+                return true;
             }
         };
+        let max = self.options.max_matches.max(1);
         result.searched += 1;
         for (n, line) in (1..).zip(text.lines()) {
-            let Some(found) = pattern.0.find(line) else {
+            let Some(found) = self.pattern.0.find(line) else {
                 continue;
             };
             if result.matches.len() == max {
                 result.truncated = true;
-                return result;
+                return false;
             }
             result.matches.push(GrepMatch {
                 id: id.to_owned(),
                 line: n,
-                text: around(line, found.start(), options.line_chars),
+                text: around(line, found.start(), self.options.line_chars),
             });
         }
+        true
     }
-    result
+
+    /// What was found.
+    pub fn finish(self) -> GrepResult {
+        self.result
+    }
 }
 
 /// `line` cut to `cap` UTF-16 code units around byte offset `at` (a quarter of the cap before it).
@@ -558,5 +597,34 @@ mod tests {
             [1, 3]
         );
         assert_eq!(all.damaged, ["y"]);
+    }
+
+    #[test]
+    fn a_search_given_one_record_at_a_time_stops_asking_once_truncated() {
+        let (a, b) = (record("alpha\nalpha\n"), record("alpha\n"));
+        let pattern = Pattern::new("alpha", false).unwrap();
+        let options = GrepOptions {
+            max_matches: 2,
+            ..GrepOptions::default()
+        };
+        let mut search = Grep::new(&pattern, &options);
+        assert!(search.record("a", &a), "two matches, at the limit: go on");
+        assert!(search.record("junk", b"junk"), "a damaged record: go on");
+        assert!(!search.record("b", &b), "a third match: truncated");
+        assert!(!search.record("c", &b), "and after");
+        let found = search.finish();
+        assert_eq!((found.searched, found.truncated), (2, true));
+        assert_eq!(found.damaged, ["junk"]);
+        let whole = grep(
+            &pattern,
+            [
+                ("a", a.as_slice()),
+                ("junk", b"junk".as_slice()),
+                ("b", b.as_slice()),
+                ("c", b.as_slice()),
+            ],
+            &options,
+        );
+        assert_eq!(whole, found);
     }
 }
