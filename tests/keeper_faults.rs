@@ -426,8 +426,8 @@ fn drive(
                     .map_err(|e| format!("flushed: {e}"))?;
             }
             Need::Compact { saves, request } => {
-                let saves = saves.to_vec();
                 let asked = request.is_some();
+                // each save made, stored and dropped before the next is made
                 let outcomes: Vec<Outcome> = saves
                     .iter()
                     .map(|s| faults.save(store, &s.key, &s.bytes))

@@ -11,8 +11,8 @@ use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
 use super::context::{
-    already_applied, count_error, flush_outcome, messages_out, outcome_of, read_conversation,
-    read_options, save_to_js, set, summary_outcome, summary_request_js, to_js,
+    already_applied, archive_saves_js, count_error, flush_outcome, messages_out, outcome_of,
+    read_conversation, read_options, save_to_js, set, summary_outcome, summary_request_js, to_js,
 };
 use super::error::ContextError;
 use super::list::{self, Found};
@@ -393,7 +393,7 @@ impl PrepareJs {
             }
             Need::Compact { saves, request } => {
                 set(&out, "kind", &"compact".into())?;
-                set(&out, "saves", &saves_js(saves)?.into())?;
+                set(&out, "saves", &archive_saves_js(saves)?.into())?;
                 let request = match request {
                     Some(request) => summary_request_js(request)?,
                     None => JsValue::UNDEFINED,

@@ -32,6 +32,7 @@
 //! re-applied without calling the summarizer.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -217,6 +218,11 @@ impl MessageValues {
         self.0.iter()
     }
 
+    /// The messages.
+    pub fn as_slice(&self) -> &[Message] {
+        &self.0
+    }
+
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
@@ -264,6 +270,89 @@ impl ArchiveOut<'_> {
             Ok(()) => out,
             Err(_) => Vec::new(),
         }
+    }
+}
+
+/// What a compaction's archive saves are made from: their keys and the span.
+#[derive(Clone, Debug)]
+struct ArchiveSpan {
+    /// The JSON's key, then the Markdown transcript's.
+    keys: [Vec<String>; 2],
+    messages: MessageValues,
+    /// The index of the span's first message in the conversation (the transcript's numbers).
+    body_start: usize,
+    number: u32,
+    format: Format,
+    previous: Option<Vec<String>>,
+    continues: bool,
+    /// The length of each save once made.
+    made: [Cell<Option<usize>>; 2],
+}
+
+impl ArchiveSpan {
+    fn make(&self, i: usize) -> Option<Save> {
+        let key = self.keys.get(i)?.clone();
+        let bytes = match i {
+            0 => ArchiveOut {
+                version: 1,
+                number: self.number,
+                format: self.format,
+                previous: self.previous.as_deref(),
+                messages: &self.messages,
+                continues: self.continues,
+            }
+            .to_bytes(),
+            _ => transcript::render(self.messages.as_slice(), self.body_start, None).into_bytes(),
+        };
+        if let Some(made) = self.made.get(i) {
+            made.set(Some(bytes.len()));
+        }
+        Some(Save { key, bytes })
+    }
+}
+
+/// A compaction's archive saves: its JSON (what [`read_archive`] reads), then its Markdown
+/// transcript. Each is made when asked for ([`ArchiveSaves::make`], [`ArchiveSaves::iter`]),
+/// so a driver that stores each one (or hands it across to JS) before it asks for the next
+/// never holds both copies of the span at once: for a 10 MB history, 7 MB each.
+#[derive(Clone, Copy, Debug)]
+pub struct ArchiveSaves<'a>(Option<&'a ArchiveSpan>);
+
+impl<'a> ArchiveSaves<'a> {
+    /// How many: 2, or 0 when there is nothing to compact.
+    pub fn len(&self) -> usize {
+        self.0.map_or(0, |a| a.keys.len())
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Save `i`'s key.
+    pub fn key(&self, i: usize) -> Option<&'a [String]> {
+        self.0?.keys.get(i).map(Vec::as_slice)
+    }
+
+    /// Save `i`, made now.
+    pub fn make(&self, i: usize) -> Option<Save> {
+        self.0?.make(i)
+    }
+
+    /// Each save, in order, made as the iterator reaches it.
+    pub fn iter(&self) -> impl Iterator<Item = Save> + 'a {
+        let saves = *self;
+        (0..saves.len()).filter_map(move |i| saves.make(i))
+    }
+
+    /// Every save, made now.
+    pub fn to_vec(&self) -> Vec<Save> {
+        self.iter().collect()
+    }
+
+    /// Save `i`'s length in bytes, once it was made (a save never made was never stored).
+    pub fn made_len(&self, i: usize) -> Option<usize> {
+        self.0?.made.get(i)?.get()
     }
 }
 
@@ -527,7 +616,7 @@ pub struct CompactPlan {
     estimated: bool,
     work: Option<Work>,
     reason: Option<String>,
-    saves: Vec<Save>,
+    archive: Option<ArchiveSpan>,
     request: Option<SummaryRequest>,
     flush: Option<FlushRequest>,
     number: u32,
@@ -717,7 +806,7 @@ pub fn plan(
         reapplied,
         work: None,
         reason: None,
-        saves: Vec::new(),
+        archive: None,
         request: None,
         flush: None,
         number: 0,
@@ -1231,26 +1320,21 @@ impl CompactPlan {
         // the archive's two copies of the span are made, not taken on top of them.
         let transcript = transcript::render(span, body_start, Some(budget));
         let messages = MessageValues::new(span.to_vec());
-        let record = ArchiveOut {
-            version: 1,
+        // NOTE: the archive's two copies of the span are made when the driver asks for each
+        // (`ArchiveSaves`), not here: made together, they were both in memory at once.
+        self.archive = Some(ArchiveSpan {
+            keys: [
+                key,
+                archive_key(&self.options.session_id, &format!("{}.md", self.name)),
+            ],
+            messages: messages.clone(),
+            body_start,
             number: self.number,
             format,
-            previous: work.previous.as_ref().map(|p| p.key.as_slice()),
-            messages: &messages,
+            previous: work.previous.as_ref().map(|p| p.key.clone()),
             continues: self.continues,
-        };
-        let archive = record.to_bytes();
-        let markdown = transcript::render(span, body_start, None);
-        self.saves = vec![
-            Save {
-                key: key.clone(),
-                bytes: archive,
-            },
-            Save {
-                key: archive_key(&self.options.session_id, &format!("{}.md", self.name)),
-                bytes: markdown.into_bytes(),
-            },
-        ];
+            made: Default::default(),
+        });
         let prompt = self
             .options
             .prompt
@@ -1275,9 +1359,10 @@ impl CompactPlan {
         }
     }
 
-    /// The saves to make before the summarizer is called: the archive's JSON and transcript.
-    pub fn saves(&self) -> &[Save] {
-        &self.saves
+    /// The saves to make before the summarizer is called: the archive's JSON and transcript,
+    /// each made when asked for.
+    pub fn saves(&self) -> ArchiveSaves<'_> {
+        ArchiveSaves(self.archive.as_ref())
     }
 
     /// What to ask the summarizer, when there is something to compact.
@@ -1313,28 +1398,24 @@ impl CompactPlan {
         let Some(work) = self.work.take() else {
             return self.unchanged(flush);
         };
-        let failures: Vec<SaveFailure> = self
-            .saves
-            .iter()
-            .enumerate()
-            .filter_map(|(i, save)| match archive.get(i) {
-                Some(Outcome::Saved) => None,
-                Some(Outcome::Failed(reason)) => Some(SaveFailure {
-                    key: save.key.clone(),
-                    reason: reason.clone(),
-                }),
-                None => Some(SaveFailure {
-                    key: save.key.clone(),
-                    reason: "the save has no outcome".to_owned(),
-                }),
+        let saves = self.saves();
+        let failures: Vec<SaveFailure> = (0..saves.len())
+            .filter_map(|i| {
+                let reason = match archive.get(i) {
+                    Some(Outcome::Saved) => return None,
+                    Some(Outcome::Failed(reason)) => reason.clone(),
+                    None => "the save has no outcome".to_owned(),
+                };
+                Some(SaveFailure {
+                    key: saves.key(i).unwrap_or_default().to_vec(),
+                    reason,
+                })
             })
             .collect();
         // NOTE: the archive and the request went to the host; what follows needs neither,
         // and on a 10 MB history they hold as much memory as the history again.
         self.request = None;
-        for save in &mut self.saves {
-            save.bytes = Vec::new();
-        }
+        self.archive = None;
         if !failures.is_empty() {
             let reason = format!(
                 "the archive could not be stored ({}); nothing was replaced",

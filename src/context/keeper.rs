@@ -364,8 +364,9 @@ pub enum Need<'a> {
     /// Save the archive, then (when every save was confirmed) ask the summarizer, and hand
     /// both to [`Prepare::summarized`].
     Compact {
-        /// The archive's saves.
-        saves: &'a [Save],
+        /// The archive's saves, each made when asked for (store one before asking for the
+        /// next, and the two copies of the span are never in memory together).
+        saves: compact::ArchiveSaves<'a>,
         /// The summary request.
         request: Option<&'a compact::SummaryRequest>,
     },
@@ -854,12 +855,11 @@ impl Prepare {
         let Stage::Compacting(plan) = std::mem::replace(&mut self.stage, Stage::Done) else {
             return Ok(());
         };
-        let stored: u64 = plan
-            .saves()
-            .iter()
-            .zip(archive)
+        let saves = plan.saves();
+        let stored: u64 = (archive.iter().enumerate())
             .filter(|(_, o)| **o == Outcome::Saved)
-            .map(|(s, _)| s.bytes.len() as u64)
+            .filter_map(|(i, _)| saves.made_len(i))
+            .map(|n| n as u64)
             .sum();
         let done = plan.finish(archive, summary, None);
         let applied = matches!(

@@ -111,7 +111,7 @@ fn the_span_becomes_a_marker_and_the_rest_stays_byte_identical() {
 fn the_archive_holds_the_span_as_json_and_markdown() {
     let input = run(8);
     let p = planned(&input, SessionState::default());
-    let saves = p.saves();
+    let saves = p.saves().to_vec();
     assert_eq!(saves.len(), 2);
     assert_eq!(saves[0].key[..3], ["context-keeper", "s1", "archive"]);
     assert!(saves[0].key[3].starts_with("0001-"));
@@ -129,14 +129,14 @@ fn the_archive_holds_the_span_as_json_and_markdown() {
     assert!(request.transcript.starts_with("### 2. assistant"));
     // the same input plans the same keys and bytes
     let again = planned(&input, SessionState::default());
-    assert_eq!(again.saves(), saves);
+    assert_eq!(again.saves().to_vec(), saves);
 }
 
 #[test]
 fn an_archive_is_checked_without_its_messages_as_it_is_read() {
     let input = run(8);
     let p = planned(&input, SessionState::default());
-    let json = String::from_utf8(p.saves()[0].bytes.clone()).unwrap();
+    let json = String::from_utf8(p.saves().make(0).unwrap().bytes).unwrap();
     let mut record: Value = serde_json::from_str(&json).unwrap();
     let edits: [(&str, Value); 8] = [
         ("version", json!("1")),
@@ -275,7 +275,7 @@ fn a_later_compaction_folds_the_previous_summary_in() {
     assert!(previous.starts_with(SUMMARY));
     // the first summary lost the path the recent turns still name: pinned
     assert!(previous.contains("- `src/export/csv.rs`"), "{previous}");
-    assert!(read_archive(&p.saves()[0].bytes)
+    assert!(read_archive(&p.saves().make(0).unwrap().bytes)
         .unwrap()
         .previous
         .is_some());
