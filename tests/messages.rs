@@ -61,6 +61,11 @@ fn actual(input: &Value, options: &MessagesOptions) -> Value {
         .collect();
     let problems = validate_messages(input, options).unwrap();
     let repaired = repair_messages(input, options).unwrap();
+    assert_eq!(
+        repaired.format,
+        conv.format(),
+        "repair reads in the format parsing does"
+    );
     json!({
         "options": options,
         "detected": detect_format(input),

@@ -496,6 +496,11 @@ fn repair_keeps_the_format_not_its_detection() {
     let repaired = repair_messages(&input, &auto).unwrap();
     assert_eq!(repaired.messages.as_array().unwrap().len(), 2);
     assert_eq!(detect_format(&repaired.messages), Some(Format::Anthropic));
+    assert_eq!(
+        repaired.format,
+        Format::OpenAi,
+        "what to validate the output in"
+    );
     let openai = MessagesOptions {
         format: Some(Format::OpenAi),
         ..MessagesOptions::default()

@@ -78,6 +78,11 @@ export interface RepairAction {
 /** A repaired conversation, in the input's format and shape, and what was done to it. */
 export interface Repaired<M> {
   messages: M;
+  /**
+   * The format the input was read in and `messages` are written in. Validate the output in
+   * it: detection may name another once repair removed what told the formats apart.
+   */
+  format: MessageFormat;
   report: RepairAction[];
   /** Problems left alone because fixing them would mean inventing or deleting content. */
   unrepaired: Problem[];
@@ -255,6 +260,7 @@ pub fn repair_messages(
     let skimmed = messages::parse_skimmed_messages_value(skim_conversation(&messages)?, &options)?;
     let count = skimmed.messages().len();
     let outcome = messages::repair_conversation_traced(skimmed, &options);
+    let format = outcome.conversation.format();
     let result = js_sys::Object::new();
     let set = |key: &str, value: &JsValue| {
         js_sys::Reflect::set(&result, &key.into(), value)
@@ -264,6 +270,7 @@ pub fn repair_messages(
     if outcome.report.is_empty() {
         // Nothing to change: hand back the caller's own array rather than a copy of it.
         set("messages", &messages)?;
+        set("format", &format.name().into())?;
         set("report", &js_sys::Array::new())?;
         set("unrepaired", &to_js(&outcome.unrepaired)?)?;
         return Ok(result.into());
@@ -279,6 +286,7 @@ pub fn repair_messages(
         "messages",
         &write_back(&messages, &list, outcome.conversation, &outcome.untouched)?,
     )?;
+    set("format", &format.name().into())?;
     set("report", &to_js(&outcome.report)?)?;
     set("unrepaired", &to_js(&outcome.unrepaired)?)?;
     Ok(result.into())

@@ -316,9 +316,11 @@ pub fn repair_messages_value(
     options: &MessagesOptions,
 ) -> Result<Repaired, ParseError> {
     let conv = parse_messages_value(input, options)?;
+    let format = conv.format();
     let (conv, report, unrepaired) = repair_conversation(conv, options);
     Ok(Repaired {
         messages: conv.into_value(),
+        format,
         report,
         unrepaired,
     })

@@ -66,6 +66,9 @@ pub struct RepairAction {
 pub struct Repaired {
     /// The conversation, in the input's format and shape.
     pub messages: Value,
+    /// The format the input was read in and the output is written in: validate the output in
+    /// it, since detection may name another once repair removed what told them apart.
+    pub format: Format,
     /// Every edit, in the order made.
     pub report: Vec<RepairAction>,
     /// Problems repair leaves alone because fixing them would mean inventing or deleting

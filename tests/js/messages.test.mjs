@@ -21,6 +21,7 @@ for (const { name, input, expected } of fixtures) {
     const before = structuredClone(input);
     const repaired = repairMessages(input, options);
     assert.deepEqual(repaired.messages, expected.repaired);
+    assert.equal(repaired.format, expected.format);
     assert.deepEqual(withoutProse(repaired.report), withoutProse(expected.report));
     assert.deepEqual(withoutProse(repaired.unrepaired), withoutProse(expected.unrepaired));
     assert.deepEqual(input, before, "the input must never be mutated");
@@ -37,6 +38,27 @@ for (const { name, input, expected } of fixtures) {
     }
   });
 }
+
+test("repair says the format it read: its output validates in it though detection names another", () => {
+  // proptest's shrunk case (tests/messages_props.rs): the tool messages that made it OpenAI are
+  // dropped as orphans; what is left looks like Anthropic, where the bare part has no id
+  const input = [
+    { role: "assistant", content: [{ type: "tool_use" }] },
+    { role: "user", content: "hi" },
+    { role: "tool", tool_call_id: "id_0", content: "a" },
+  ];
+  assert.equal(detectFormat(input), "openai");
+  const { messages, format, report } = repairMessages(input);
+  assert.equal(format, "openai");
+  assert.deepEqual(report.map((r) => r.action), ["dropResult"]);
+  assert.equal(detectFormat(messages), "anthropic");
+  assert.deepEqual(validateMessages(messages, { format }), []);
+  assert.notDeepEqual(validateMessages(messages), [], "validated by detection, it fails");
+  // nothing to repair: the input itself, and the format it was read in
+  const valid = [{ role: "user", content: [{ type: "text", text: "hi" }] }];
+  assert.deepEqual(repairMessages(valid, { format: "aisdk" }).format, "aisdk");
+  assert.equal(repairMessages(valid).messages, valid);
+});
 
 test("AI SDK output passes the ai package's own modelMessageSchema", () => {
   const aisdk = fixtures.filter((f) => f.expected.format === "aisdk");
