@@ -713,11 +713,10 @@ pub struct RollingPlanJs {
 impl RollingPlanJs {
     /// The archive saves, as `[{ key, bytes }]` (none when no fold is due).
     pub fn saves(&self) -> Result<js_sys::Array, ContextError> {
-        let out = js_sys::Array::new();
-        for save in self.plan.iter().flat_map(|p| p.saves()) {
-            out.push(&save_to_js(save)?);
+        match &self.plan {
+            Some(plan) => archive_saves_js(plan.saves()),
+            None => Ok(js_sys::Array::new()),
         }
-        Ok(out)
     }
 
     /// What to give the summarizer, or `undefined` when no fold is due.

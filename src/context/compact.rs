@@ -273,9 +273,10 @@ impl ArchiveOut<'_> {
     }
 }
 
-/// What a compaction's archive saves are made from: their keys and the span.
+/// What a compaction's (or a rolling fold's) archive saves are made from: their keys and the
+/// span.
 #[derive(Clone, Debug)]
-struct ArchiveSpan {
+pub(crate) struct ArchiveSpan {
     /// The JSON's key, then the Markdown transcript's.
     keys: [Vec<String>; 2],
     messages: MessageValues,
@@ -290,6 +291,31 @@ struct ArchiveSpan {
 }
 
 impl ArchiveSpan {
+    /// The saves of `messages` (the span, whose first is message `body_start`) under `key` (the
+    /// JSON's; the transcript's is the same with `.md`).
+    pub(crate) fn new(
+        key: Vec<String>,
+        messages: MessageValues,
+        body_start: usize,
+        record: (u32, Format, Option<Vec<String>>, bool),
+    ) -> ArchiveSpan {
+        let (number, format, previous, continues) = record;
+        let mut md = key.clone();
+        if let Some(name) = md.last_mut() {
+            name.push_str(".md");
+        }
+        ArchiveSpan {
+            keys: [key, md],
+            messages,
+            body_start,
+            number,
+            format,
+            previous,
+            continues,
+            made: Default::default(),
+        }
+    }
+
     fn make(&self, i: usize) -> Option<Save> {
         let key = self.keys.get(i)?.clone();
         let bytes = match i {
@@ -319,6 +345,10 @@ impl ArchiveSpan {
 pub struct ArchiveSaves<'a>(Option<&'a ArchiveSpan>);
 
 impl<'a> ArchiveSaves<'a> {
+    pub(crate) fn new(span: Option<&'a ArchiveSpan>) -> Self {
+        ArchiveSaves(span)
+    }
+
     /// How many: 2, or 0 when there is nothing to compact.
     pub fn len(&self) -> usize {
         self.0.map_or(0, |a| a.keys.len())
@@ -1322,19 +1352,17 @@ impl CompactPlan {
         let messages = MessageValues::new(span.to_vec());
         // NOTE: the archive's two copies of the span are made when the driver asks for each
         // (`ArchiveSaves`), not here: made together, they were both in memory at once.
-        self.archive = Some(ArchiveSpan {
-            keys: [
-                key,
-                archive_key(&self.options.session_id, &format!("{}.md", self.name)),
-            ],
-            messages: messages.clone(),
+        self.archive = Some(ArchiveSpan::new(
+            key,
+            messages.clone(),
             body_start,
-            number: self.number,
-            format,
-            previous: work.previous.as_ref().map(|p| p.key.clone()),
-            continues: self.continues,
-            made: Default::default(),
-        });
+            (
+                self.number,
+                format,
+                work.previous.as_ref().map(|p| p.key.clone()),
+                self.continues,
+            ),
+        ));
         let prompt = self
             .options
             .prompt

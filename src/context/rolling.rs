@@ -44,14 +44,14 @@ use tsify::Tsify;
 
 use super::compact::{
     allowed_cuts, archive_key, blocks_of, check_summary, has_results, latest_marker,
-    marker_message, marker_shape, ArchiveOut, MarkerInfo, MarkerShape, MessageValues, Phase,
-    SaveFailure, SummaryOutcome, SummaryRequest, DEFAULT_MAX_PINNED, DEFAULT_PROMPT,
-    DEFAULT_TRANSCRIPT_TOKENS,
+    marker_message, marker_shape, ArchiveSaves, ArchiveSpan, MarkerInfo, MarkerShape,
+    MessageValues, Phase, SaveFailure, SummaryOutcome, SummaryRequest, DEFAULT_MAX_PINNED,
+    DEFAULT_PROMPT, DEFAULT_TRANSCRIPT_TOKENS,
 };
 use super::facts::{self, Fact};
 use super::state::{chain, Chain};
 use super::text::{utf16_len, utf16_prefix, utf16_suffix};
-use super::{heuristic, transcript, Measure, Outcome, Save, Turns, NAMESPACE};
+use super::{heuristic, transcript, Measure, Outcome, Turns, NAMESPACE};
 use crate::counting::{CountMessagesError, CountMessagesOptions, Counter, MessagesCount};
 use crate::messages::{
     parse_messages_value, CompactionMarker, Conversation, Format, Message, MessagesOptions,
@@ -548,7 +548,7 @@ pub struct RollingPlan {
     trigger: Option<Trigger>,
     held: Option<String>,
     fold: Option<Fold>,
-    saves: Vec<Save>,
+    archive: Option<ArchiveSpan>,
     request: Option<SummaryRequest>,
     tokens_before: u64,
     estimated: bool,
@@ -1079,7 +1079,7 @@ pub fn plan(
         trigger: None,
         held: None,
         fold: None,
-        saves: Vec::new(),
+        archive: None,
         request: None,
         tokens_before: before.total,
         estimated: !before.exact,
@@ -1292,28 +1292,17 @@ impl RollingPlan {
         );
         fold.key = archive_key(&self.options.session_id, &name);
         let messages = MessageValues::new(fold.span.clone());
-        let record = ArchiveOut {
-            version: 1,
-            number: fold.number,
-            format: self.format,
-            previous: previous
-                .as_ref()
-                .map(|p| p.key.as_slice())
-                .filter(|k| !k.is_empty()),
-            messages: &messages,
-            continues: false,
-        };
         let first = span_pieces.first().map_or(0, |p| p.index);
-        self.saves = vec![
-            Save {
-                key: fold.key.clone(),
-                bytes: record.to_bytes(),
-            },
-            Save {
-                key: archive_key(&self.options.session_id, &format!("{name}.md")),
-                bytes: transcript::render(&fold.span, first, None).into_bytes(),
-            },
-        ];
+        // NOTE: the two saves are made when the driver asks for each (`ArchiveSaves`).
+        let previous_key = (previous.as_ref())
+            .map(|p| p.key.clone())
+            .filter(|k| !k.is_empty());
+        self.archive = Some(ArchiveSpan::new(
+            fold.key.clone(),
+            messages.clone(),
+            first,
+            (fold.number, self.format, previous_key, false),
+        ));
         let budget =
             usize::try_from(self.options.transcript_tokens.saturating_mul(4)).unwrap_or(usize::MAX);
         let prompt = self
@@ -1333,9 +1322,9 @@ impl RollingPlan {
         self.fold = Some(fold);
     }
 
-    /// The archive saves to make before the summarizer is called.
-    pub fn saves(&self) -> &[Save] {
-        &self.saves
+    /// The archive saves to make before the summarizer is called, each made when asked for.
+    pub fn saves(&self) -> ArchiveSaves<'_> {
+        ArchiveSaves::new(self.archive.as_ref())
     }
 
     /// What to ask the summarizer, when a fold is due.
@@ -1367,22 +1356,21 @@ impl RollingPlan {
         let Some(fold) = self.fold.take() else {
             return self.output(None, None);
         };
-        let failures: Vec<SaveFailure> = self
-            .saves
-            .iter()
-            .enumerate()
-            .filter_map(|(i, save)| match archive.get(i) {
-                Some(Outcome::Saved) => None,
-                Some(Outcome::Failed(reason)) => Some(SaveFailure {
-                    key: save.key.clone(),
-                    reason: reason.clone(),
-                }),
-                None => Some(SaveFailure {
-                    key: save.key.clone(),
-                    reason: "the save has no outcome".to_owned(),
-                }),
+        let saves = self.saves();
+        let failures: Vec<SaveFailure> = (0..saves.len())
+            .filter_map(|i| {
+                let reason = match archive.get(i) {
+                    Some(Outcome::Saved) => return None,
+                    Some(Outcome::Failed(reason)) => reason.clone(),
+                    None => "the save has no outcome".to_owned(),
+                };
+                Some(SaveFailure {
+                    key: saves.key(i).unwrap_or_default().to_vec(),
+                    reason,
+                })
             })
             .collect();
+        self.archive = None;
         if !failures.is_empty() {
             let reason = format!(
                 "the archive could not be stored ({}); the iterations stay raw",
