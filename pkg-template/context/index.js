@@ -841,11 +841,16 @@ function bindKeeper(core, h) {
               continue;
             }
             if (dry) {
-              prep.summarized(need.saves.map(() => null), { heuristic: true });
+              prep.summarized(Array.from({ length: need.saves }, () => null), { heuristic: true });
               continue;
             }
             progress("archiving");
-            const outcomes = await h.performSaves(this.#store, need.saves, storeTimeoutMs);
+            // NOTE: each made and stored before the next is made: the archive's JSON and its
+            // transcript (7 MB each for a 10 MB history) are never in memory together.
+            const outcomes = [];
+            for (let i = 0; i < need.saves; i++) {
+              outcomes.push(...(await h.performSaves(this.#store, [prep.archiveSave(i)], storeTimeoutMs)));
+            }
             if (outcomes.some((o) => o !== null)) {
               prep.summarized(outcomes, undefined);
               continue;

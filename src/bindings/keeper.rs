@@ -11,8 +11,8 @@ use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
 use super::context::{
-    already_applied, archive_saves_js, count_error, flush_outcome, messages_out, outcome_of,
-    read_conversation, read_options, save_to_js, set, summary_outcome, summary_request_js, to_js,
+    already_applied, count_error, flush_outcome, messages_out, outcome_of, read_conversation,
+    read_options, save_to_js, set, summary_outcome, summary_request_js, to_js,
 };
 use super::error::ContextError;
 use super::list::{self, Found};
@@ -374,7 +374,8 @@ fn saves_js(saves: &[crate::context::Save]) -> Result<Array, ContextError> {
 #[wasm_bindgen(js_class = __CkPrepare)]
 impl PrepareJs {
     /// What the driver must do: `{ kind: "saves", saves }`, `{ kind: "flush", request }`,
-    /// `{ kind: "compact", saves, request }` (`request` undefined: nothing to summarize) or
+    /// `{ kind: "compact", saves, request }` (`saves`: how many archive saves `archiveSave`
+    /// makes; `request` undefined: nothing to summarize) or
     /// `{ kind: "done" }`.
     pub fn next(&mut self) -> Result<JsValue, ContextError> {
         enter();
@@ -393,7 +394,9 @@ impl PrepareJs {
             }
             Need::Compact { saves, request } => {
                 set(&out, "kind", &"compact".into())?;
-                set(&out, "saves", &archive_saves_js(saves)?.into())?;
+                // NOTE: how many; `archiveSave(i)` makes each, so that the driver stores one
+                // before the next is made (and a dry run makes none).
+                set(&out, "saves", &(saves.len() as u32).into())?;
                 let request = match request {
                     Some(request) => summary_request_js(request)?,
                     None => JsValue::UNDEFINED,
@@ -403,6 +406,16 @@ impl PrepareJs {
             Need::Done => set(&out, "kind", &"done".into())?,
         }
         Ok(out.into())
+    }
+
+    /// Archive save `i` of the compaction `next` asked for, made now: `{ key, bytes }`.
+    #[wasm_bindgen(js_name = archiveSave)]
+    pub fn archive_save(&self, i: u32) -> Result<JsValue, ContextError> {
+        let prepare = self.prepare.as_ref().ok_or_else(already_applied)?;
+        let save = (prepare.archive_saves())
+            .and_then(|saves| saves.make(i as usize))
+            .ok_or_else(|| ContextError::internal(format!("no archive save {i} is asked for")))?;
+        save_to_js(&save)
     }
 
     /// The outcomes of the saves asked for: `null` (confirmed) or the reason, one each.

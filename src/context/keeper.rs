@@ -629,6 +629,15 @@ impl Prepare {
         })
     }
 
+    /// The archive saves of the compaction [`Need::Compact`] asked for, while it waits for
+    /// their outcomes.
+    pub fn archive_saves(&self) -> Option<compact::ArchiveSaves<'_>> {
+        match &self.stage {
+            Stage::Compacting(plan) => Some(plan.saves()),
+            _ => None,
+        }
+    }
+
     /// The outcomes of the saves [`Need::Saves`] asked for, in order.
     pub fn saved(&mut self, outcomes: &[Outcome]) {
         let Stage::Offload(_, known, _, _) = &self.stage else {
