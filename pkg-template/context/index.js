@@ -178,6 +178,17 @@ export function bindContext(core) {
     return outcomes;
   }
 
+  /**
+   * A compaction's (or fold's) archive saves, each made by `make(i)` and stored before the next
+   * is made, so that the archive's JSON and its transcript (7 MB each for a 10 MB history) are
+   * never in memory together. One outcome per save, as `performSaves` gives them.
+   */
+  async function performArchiveSaves(store, count, make, timeoutMs) {
+    const outcomes = [];
+    for (let i = 0; i < count; i++) outcomes.push(...(await performSaves(store, [make(i)], timeoutMs)));
+    return outcomes;
+  }
+
   async function saveOnce(store, save, timeoutMs) {
     const held = await storedCopy(store, save.key, save.bytes, timeoutMs);
     if (held.failed !== undefined) return { ok: false, reason: held.failed };
@@ -448,7 +459,7 @@ export function bindContext(core) {
         done = plan.finish([], undefined, flushed);
       } else {
         progress("archiving");
-        const outcomes = await performSaves(store, plan.saves(), storeTimeoutMs);
+        const outcomes = await performArchiveSaves(store, plan.saveCount(), (i) => plan.save(i), storeTimeoutMs);
         if (outcomes.some((o) => o !== null)) {
           done = plan.finish(outcomes, undefined, flushed);
         } else {
@@ -501,7 +512,7 @@ export function bindContext(core) {
       if (request === undefined) {
         done = plan.finish([], undefined);
       } else {
-        const outcomes = await performSaves(store, plan.saves(), storeTimeoutMs);
+        const outcomes = await performArchiveSaves(store, plan.saveCount(), (i) => plan.save(i), storeTimeoutMs);
         if (outcomes.some((o) => o !== null)) {
           done = plan.finish(outcomes, undefined);
         } else {
@@ -570,7 +581,7 @@ export function bindContext(core) {
     return core.__ckActive(messages, checkObject(options, "options"));
   }
 
-  const ContextKeeper = bindKeeper(core, { performSaves, textOutcome, checkFunction, timeOf, offloadToolResult, recoveryTools, runRecoveryTool, CALLBACK_TIMEOUT_MS });
+  const ContextKeeper = bindKeeper(core, { performSaves, performArchiveSaves, textOutcome, checkFunction, timeOf, offloadToolResult, recoveryTools, runRecoveryTool, CALLBACK_TIMEOUT_MS });
 
   return {
     ContextKeeper,
@@ -845,12 +856,7 @@ function bindKeeper(core, h) {
               continue;
             }
             progress("archiving");
-            // NOTE: each made and stored before the next is made: the archive's JSON and its
-            // transcript (7 MB each for a 10 MB history) are never in memory together.
-            const outcomes = [];
-            for (let i = 0; i < need.saves; i++) {
-              outcomes.push(...(await h.performSaves(this.#store, [prep.archiveSave(i)], storeTimeoutMs)));
-            }
+            const outcomes = await h.performArchiveSaves(this.#store, need.saves, (i) => prep.archiveSave(i), storeTimeoutMs);
             if (outcomes.some((o) => o !== null)) {
               prep.summarized(outcomes, undefined);
               continue;

@@ -245,19 +245,6 @@ pub(super) fn save_to_js(save: &Save) -> Result<JsValue, ContextError> {
     Ok(object.into())
 }
 
-/// A compaction's archive saves as `[{ key, bytes }]`, each made, copied to JS and dropped
-/// before the next is made: the two copies of the span are never in wasm memory together
-/// (for a 10 MB history, 7 MB each; wasm memory never shrinks).
-pub(super) fn archive_saves_js(
-    saves: compact::ArchiveSaves<'_>,
-) -> Result<js_sys::Array, ContextError> {
-    let out = js_sys::Array::new();
-    for save in saves.iter() {
-        out.push(&save_to_js(&save)?);
-    }
-    Ok(out)
-}
-
 /// A save's outcome as the driver hands it: `null` when the store confirmed it, else the
 /// reason it did not (a string).
 pub(super) fn outcome_of(value: &JsValue) -> Outcome {
@@ -546,12 +533,19 @@ pub(super) fn flush_outcome(value: &JsValue) -> Option<FlushOutcome> {
 
 #[wasm_bindgen(js_class = __CkCompactPlan)]
 impl CompactPlanJs {
-    /// The archive saves, as `[{ key, bytes }]` (none when there is nothing to compact).
-    pub fn saves(&self) -> Result<js_sys::Array, ContextError> {
-        match &self.plan {
-            Some(plan) => archive_saves_js(plan.saves()),
-            None => Ok(js_sys::Array::new()),
-        }
+    /// How many archive saves there are (none when there is nothing to compact).
+    #[wasm_bindgen(js_name = saveCount)]
+    pub fn save_count(&self) -> u32 {
+        self.plan.as_ref().map_or(0, |p| p.saves().len() as u32)
+    }
+
+    /// Archive save `i`, made now: `{ key, bytes }` (the driver stores each before it asks
+    /// for the next, so the archive's two copies of the span are never in memory together).
+    pub fn save(&self, i: u32) -> Result<JsValue, ContextError> {
+        let save = (self.plan.as_ref())
+            .and_then(|p| p.saves().make(i as usize))
+            .ok_or_else(|| ContextError::internal(format!("there is no archive save {i}")))?;
+        save_to_js(&save)
     }
 
     /// What to give the summarizer, or `undefined` when there is nothing to compact.
@@ -711,12 +705,19 @@ pub struct RollingPlanJs {
 
 #[wasm_bindgen(js_class = __CkRollingPlan)]
 impl RollingPlanJs {
-    /// The archive saves, as `[{ key, bytes }]` (none when no fold is due).
-    pub fn saves(&self) -> Result<js_sys::Array, ContextError> {
-        match &self.plan {
-            Some(plan) => archive_saves_js(plan.saves()),
-            None => Ok(js_sys::Array::new()),
-        }
+    /// How many archive saves there are (none when there is no fold is due).
+    #[wasm_bindgen(js_name = saveCount)]
+    pub fn save_count(&self) -> u32 {
+        self.plan.as_ref().map_or(0, |p| p.saves().len() as u32)
+    }
+
+    /// Archive save `i`, made now: `{ key, bytes }` (the driver stores each before it asks
+    /// for the next, so the archive's two copies of the span are never in memory together).
+    pub fn save(&self, i: u32) -> Result<JsValue, ContextError> {
+        let save = (self.plan.as_ref())
+            .and_then(|p| p.saves().make(i as usize))
+            .ok_or_else(|| ContextError::internal(format!("there is no archive save {i}")))?;
+        save_to_js(&save)
     }
 
     /// What to give the summarizer, or `undefined` when no fold is due.

@@ -340,3 +340,26 @@ test("bad options are ContextKeeperErrors naming the option", async () => {
   );
   await assert.rejects(readArchive({ key: ["context-keeper", "s", "archive", "0009-x"] }, { store }), (e) => e.kind === "notFound");
 });
+
+test("the archive's JSON is stored before its transcript is asked for, one store call after another", async () => {
+  // a store that logs its calls and holds each save open a moment: were the two saves handed
+  // over together, the transcript's load would come before the JSON's save had settled
+  const inner = new MemoryStore();
+  const calls = [];
+  const store = {
+    load: async (key) => (calls.push(`load ${key[2]} ${key[3]}`), inner.load(key)),
+    loadRange: (prefix) => inner.loadRange(prefix),
+    delete: (key) => inner.delete(key),
+    save: async (key, bytes) => {
+      calls.push(`save ${key[2]} ${key[3]}`);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      calls.push(`saved ${key[2]} ${key[3]}`);
+      return inner.save(key, bytes);
+    },
+  };
+  const { report } = await compact(agent(12), base(store, { summarize: () => SUMMARY }));
+  assert.equal(report.outcome, "compacted");
+  const archive = calls.filter((c) => c.includes(" archive "));
+  const [json, md] = [archive[0].split(" ")[2], `${archive[0].split(" ")[2]}.md`];
+  assert.deepEqual(archive, [`load archive ${json}`, `save archive ${json}`, `saved archive ${json}`, `load archive ${md}`, `save archive ${md}`, `saved archive ${md}`]);
+});
