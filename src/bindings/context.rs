@@ -133,7 +133,7 @@ pub(super) fn summary_request_js(request: &SummaryRequest) -> Result<JsValue, Co
         transcript: &request.transcript,
     })?;
     let messages = js_sys::Array::new();
-    for message in request.messages.iter() {
+    for message in request.messages.as_slice() {
         messages.push(&to_js(&message.to_value())?);
     }
     set(out.unchecked_ref(), "messages", &messages)?;
@@ -243,6 +243,18 @@ pub(super) fn save_to_js(save: &Save) -> Result<JsValue, ContextError> {
         &js_sys::Uint8Array::from(save.bytes.as_slice()),
     )?;
     Ok(object.into())
+}
+
+/// Archive save `i` of a compaction or fold, made now: `{ key, bytes }`. The drivers store each
+/// before they ask for the next, so the archive's two copies of the span are never in memory
+/// together (7 MB each for a 10 MB history).
+pub(super) fn archive_save_js(
+    saves: Option<compact::ArchiveSaves<'_>>,
+    i: u32,
+) -> Result<JsValue, ContextError> {
+    let save = (saves.and_then(|s| s.make(i as usize)))
+        .ok_or_else(|| ContextError::internal(format!("there is no archive save {i}")))?;
+    save_to_js(&save)
 }
 
 /// A save's outcome as the driver hands it: `null` when the store confirmed it, else the
@@ -458,7 +470,6 @@ pub fn grep_records(
     let mut search = recovery::Grep::new(&compiled, &options);
     let mut buffer: Vec<u8> = Vec::new();
     for (id, data) in entries.iter().filter_map(|e| entry_of(&e)) {
-        buffer.clear();
         buffer.resize(data.length() as usize, 0);
         data.copy_to(&mut buffer);
         if !search.record(&id, &buffer) {
@@ -539,13 +550,9 @@ impl CompactPlanJs {
         self.plan.as_ref().map_or(0, |p| p.saves().len() as u32)
     }
 
-    /// Archive save `i`, made now: `{ key, bytes }` (the driver stores each before it asks
-    /// for the next, so the archive's two copies of the span are never in memory together).
+    /// Archive save `i`, made now: `{ key, bytes }`.
     pub fn save(&self, i: u32) -> Result<JsValue, ContextError> {
-        let save = (self.plan.as_ref())
-            .and_then(|p| p.saves().make(i as usize))
-            .ok_or_else(|| ContextError::internal(format!("there is no archive save {i}")))?;
-        save_to_js(&save)
+        archive_save_js(self.plan.as_ref().map(|p| p.saves()), i)
     }
 
     /// What to give the summarizer, or `undefined` when there is nothing to compact.
@@ -705,19 +712,15 @@ pub struct RollingPlanJs {
 
 #[wasm_bindgen(js_class = __CkRollingPlan)]
 impl RollingPlanJs {
-    /// How many archive saves there are (none when there is no fold is due).
+    /// How many archive saves there are (none when no fold is due).
     #[wasm_bindgen(js_name = saveCount)]
     pub fn save_count(&self) -> u32 {
         self.plan.as_ref().map_or(0, |p| p.saves().len() as u32)
     }
 
-    /// Archive save `i`, made now: `{ key, bytes }` (the driver stores each before it asks
-    /// for the next, so the archive's two copies of the span are never in memory together).
+    /// Archive save `i`, made now: `{ key, bytes }`.
     pub fn save(&self, i: u32) -> Result<JsValue, ContextError> {
-        let save = (self.plan.as_ref())
-            .and_then(|p| p.saves().make(i as usize))
-            .ok_or_else(|| ContextError::internal(format!("there is no archive save {i}")))?;
-        save_to_js(&save)
+        archive_save_js(self.plan.as_ref().map(|p| p.saves()), i)
     }
 
     /// What to give the summarizer, or `undefined` when no fold is due.

@@ -11,8 +11,8 @@ use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
 use super::context::{
-    already_applied, count_error, flush_outcome, messages_out, outcome_of, read_conversation,
-    read_options, save_to_js, set, summary_outcome, summary_request_js, to_js,
+    already_applied, archive_save_js, count_error, flush_outcome, messages_out, outcome_of,
+    read_conversation, read_options, save_to_js, set, summary_outcome, summary_request_js, to_js,
 };
 use super::error::ContextError;
 use super::list::{self, Found};
@@ -412,10 +412,7 @@ impl PrepareJs {
     #[wasm_bindgen(js_name = archiveSave)]
     pub fn archive_save(&self, i: u32) -> Result<JsValue, ContextError> {
         let prepare = self.prepare.as_ref().ok_or_else(already_applied)?;
-        let save = (prepare.archive_saves())
-            .and_then(|saves| saves.make(i as usize))
-            .ok_or_else(|| ContextError::internal(format!("no archive save {i} is asked for")))?;
-        save_to_js(&save)
+        archive_save_js(prepare.archive_saves(), i)
     }
 
     /// The outcomes of the saves asked for: `null` (confirmed) or the reason, one each.

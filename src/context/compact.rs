@@ -213,11 +213,6 @@ impl MessageValues {
         self.0.iter().map(Message::to_value).collect()
     }
 
-    /// The messages, in order.
-    pub fn iter(&self) -> std::slice::Iter<'_, Message> {
-        self.0.iter()
-    }
-
     /// The messages.
     pub fn as_slice(&self) -> &[Message] {
         &self.0
@@ -378,6 +373,23 @@ impl<'a> ArchiveSaves<'a> {
     /// Every save, made now.
     pub fn to_vec(&self) -> Vec<Save> {
         self.iter().collect()
+    }
+
+    /// The saves that `outcomes` (one per save, in order) do not confirm, with the reason.
+    pub fn failures(&self, outcomes: &[Outcome]) -> Vec<SaveFailure> {
+        (0..self.len())
+            .filter_map(|i| {
+                let reason = match outcomes.get(i) {
+                    Some(Outcome::Saved) => return None,
+                    Some(Outcome::Failed(reason)) => reason.clone(),
+                    None => "the save has no outcome".to_owned(),
+                };
+                Some(SaveFailure {
+                    key: self.key(i).unwrap_or_default().to_vec(),
+                    reason,
+                })
+            })
+            .collect()
     }
 
     /// Save `i`'s length in bytes, once it was made (a save never made was never stored).
@@ -1426,20 +1438,7 @@ impl CompactPlan {
         let Some(work) = self.work.take() else {
             return self.unchanged(flush);
         };
-        let saves = self.saves();
-        let failures: Vec<SaveFailure> = (0..saves.len())
-            .filter_map(|i| {
-                let reason = match archive.get(i) {
-                    Some(Outcome::Saved) => return None,
-                    Some(Outcome::Failed(reason)) => reason.clone(),
-                    None => "the save has no outcome".to_owned(),
-                };
-                Some(SaveFailure {
-                    key: saves.key(i).unwrap_or_default().to_vec(),
-                    reason,
-                })
-            })
-            .collect();
+        let failures = self.saves().failures(archive);
         // NOTE: the archive and the request went to the host; what follows needs neither,
         // and on a 10 MB history they hold as much memory as the history again.
         self.request = None;

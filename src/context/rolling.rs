@@ -1356,20 +1356,7 @@ impl RollingPlan {
         let Some(fold) = self.fold.take() else {
             return self.output(None, None);
         };
-        let saves = self.saves();
-        let failures: Vec<SaveFailure> = (0..saves.len())
-            .filter_map(|i| {
-                let reason = match archive.get(i) {
-                    Some(Outcome::Saved) => return None,
-                    Some(Outcome::Failed(reason)) => reason.clone(),
-                    None => "the save has no outcome".to_owned(),
-                };
-                Some(SaveFailure {
-                    key: saves.key(i).unwrap_or_default().to_vec(),
-                    reason,
-                })
-            })
-            .collect();
+        let failures = self.saves().failures(archive);
         self.archive = None;
         if !failures.is_empty() {
             let reason = format!(

@@ -8,6 +8,7 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "n
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
+import { wranglerEnv } from "./wrangler.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "..", "..");
@@ -26,7 +27,7 @@ function bundle(name, specifier, call) {
   execFileSync(wrangler, ["deploy", "--dry-run", "--config", config, "--outdir", outdir, "--name", `ck-${name}`,
     "--compatibility-date", "2026-04-01", join(dir, `${name}.js`)], {
     cwd: dir, stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", CI: "true", NO_COLOR: "1" },
+    env: wranglerEnv,
   });
   return Object.fromEntries(readdirSync(outdir).map((file) => [file, readFileSync(join(outdir, file))]));
 }

@@ -8,12 +8,11 @@ import { execFileSync, spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { freePort } from "./wrangler.mjs";
+import { freePort, wranglerEnv as env } from "./wrangler.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const bin = join(here, "..", "..", "node_modules", ".bin");
 const COMPATIBILITY_DATE = "2026-04-01";
-const env = { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", CI: "true", NO_COLOR: "1" };
 
 /**
  * Bundles the Worker `main` (its imports resolved from `main`'s directory up) into a new

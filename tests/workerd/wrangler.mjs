@@ -8,6 +8,9 @@ import { fileURLToPath } from "node:url";
 const here = dirname(fileURLToPath(import.meta.url));
 const wrangler = join(here, "..", "..", "node_modules", ".bin", "wrangler");
 
+/** The environment of wrangler and workerd: offline, no metrics, no colour. */
+export const wranglerEnv = { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", CI: "true", NO_COLOR: "1" };
+
 /** A free TCP port on loopback. */
 export function freePort() {
   return new Promise((resolve, reject) => {
@@ -34,7 +37,7 @@ export async function startWrangler({ persistTo, config = join(here, "wrangler.t
     cwd: here,
     detached: true, // its own process group, so the workerd it starts is stopped with it
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", CI: "true", NO_COLOR: "1" },
+    env: wranglerEnv,
   });
   let output = "";
   child.stdout.on("data", (d) => (output += d));
