@@ -34,6 +34,7 @@ pub mod count;
 pub mod counting;
 pub mod messages;
 pub mod model;
+mod sort;
 mod text_counts;
 
 // NOTE: public so the wasm-bindgen tests can call the exports as JS would; not a Rust API.

@@ -966,7 +966,7 @@ pub(crate) fn pieces(
             out.push(message.clone());
             continue;
         }
-        bounds.sort_unstable();
+        crate::sort::sort_by_key(&mut bounds, |&b| b as u128);
         bounds.dedup();
         let mut from = 0;
         for to in bounds.into_iter().chain(std::iter::once(limit)) {

@@ -145,7 +145,9 @@ pub(crate) fn evict_paired(
             calls.push((link.call, link.result, link.name.clone(), link.id.clone()));
         }
     }
-    calls.sort_by_key(|c| c.0);
+    crate::sort::sort_by_key(&mut calls, |c| {
+        crate::sort::fields(c.0.message as u64, c.0.part as u64)
+    });
     for (call_at, answer, name, id) in calls {
         let after_horizon = options
             .horizon
@@ -253,11 +255,13 @@ pub(crate) fn evict_paired(
             edits.push(edit);
         }
     }
-    edits.sort_by_key(|e| (e.message_index, e.part_index));
+    crate::sort::sort_by_key(&mut edits, |e| {
+        crate::sort::fields(e.message_index as u64, e.part_index as u64)
+    });
     for edit in edits {
         report.push(edit);
     }
-    edited.sort_unstable();
+    crate::sort::sort_by_key(&mut edited, |&m| m as u128);
     edited.dedup();
     Evicted {
         conversation,

@@ -86,7 +86,9 @@ pub fn extract_facts_all<'a>(texts: impl IntoIterator<Item = &'a str>) -> Vec<Fa
         json_commands(text, &mut Sink::new(&mut found, 2));
         // NOTE: each scanner yields in order; a stable sort by offset merges them, and at one
         // offset the word scanner's reading wins.
-        found.sort_by_key(|c| (c.at, c.scanner));
+        crate::sort::sort_by_key(&mut found, |c| {
+            crate::sort::fields(c.at as u64, u64::from(c.scanner))
+        });
         for c in found {
             if out.len() >= MAX_FACTS {
                 break;
@@ -119,7 +121,9 @@ pub fn missing_facts(span: &[&str], keep: &[&str], summary: &str, max: usize) ->
     let mut order: Vec<(u8, usize)> = (facts.iter().enumerate())
         .map(|(i, f)| (f.kind.priority(), i))
         .collect();
-    order.sort_unstable();
+    crate::sort::sort_by_key(&mut order, |&(priority, i)| {
+        crate::sort::fields(u64::from(priority), i as u64)
+    });
     let index = KeepIndex::new(keep);
     let mut out: Vec<Fact> = Vec::new();
     for (_, i) in order {

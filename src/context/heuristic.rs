@@ -121,7 +121,9 @@ pub fn heuristic_summary(
         .enumerate()
         .filter(|(_, f)| !listed.contains(f.text.as_str()))
         .collect();
-    facts.sort_by_key(|(i, f)| (f.kind.priority(), *i));
+    crate::sort::sort_by_key(&mut facts, |(i, f)| {
+        crate::sort::fields(u64::from(f.kind.priority()), *i as u64)
+    });
     sections.push(list(
         "Key details",
         (facts.iter().take(MAX_DETAILS))

@@ -763,7 +763,9 @@ fn cut_message(
 /// because a long one is over.
 fn fair_shares(costs: &[u64], budget: u64) -> Vec<u64> {
     let mut order: Vec<usize> = (0..costs.len()).collect();
-    order.sort_by_key(|&i| (costs.get(i).copied().unwrap_or(0), i));
+    crate::sort::sort_by_key(&mut order, |&i| {
+        crate::sort::fields(costs.get(i).copied().unwrap_or(0), i as u64)
+    });
     let mut shares = vec![0; costs.len()];
     let mut left = budget;
     for (k, &i) in order.iter().enumerate() {

@@ -407,7 +407,7 @@ pub fn repair_conversation_traced(
         }
         for exchange in due.remove(&m).unwrap_or_default() {
             let mut parts = inserts.remove(&exchange).unwrap_or_default();
-            parts.sort_by_key(|(call_part, _)| *call_part);
+            crate::sort::sort_by_key(&mut parts, |(call_part, _)| *call_part as u128);
             let parts = parts.into_iter().map(|(_, part)| part).collect();
             let target = (exchange + 1..=m)
                 .rev()

@@ -146,7 +146,11 @@ pub(crate) fn problems_with(
     if format == Format::Anthropic {
         anthropic_order(messages, &mut out);
     }
-    out.sort_by_key(|p| (p.message_index, p.part_index, p.kind));
+    // By message, then part (a problem of the whole message first), then kind.
+    crate::sort::sort_by_key(&mut out, |p| {
+        let part = p.part_index.map_or(0, |i| i as u64 + 1);
+        crate::sort::fields(p.message_index as u64, part << 8 | p.kind as u64)
+    });
     out
 }
 
