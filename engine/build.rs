@@ -41,6 +41,9 @@ mod class_bits;
 #[path = "src/bpe/layout.rs"]
 #[allow(dead_code)]
 mod layout;
+#[path = "src/bpe/pairs.rs"]
+#[allow(dead_code)]
+mod pairs;
 use assemble::{Assembler, Given};
 use class_bits::{BLOCK_SHIFT, LETTER, LOWERISH, NUMBER, SPACE, UPPERISH};
 use layout::{DELTA_HEADER, DELTA_MAGIC, DELTA_PARTS, PAIR_BITS, ROWS};
@@ -53,6 +56,7 @@ fn main() {
     println!("cargo:rerun-if-changed=src/bpe/class_bits.rs");
     println!("cargo:rerun-if-changed=src/bpe/layout.rs");
     println!("cargo:rerun-if-changed=src/bpe/assemble.rs");
+    println!("cargo:rerun-if-changed=src/bpe/pairs.rs");
     let out_dir = std::env::var("OUT_DIR").expect("OUT_DIR is set by cargo");
     let out = Path::new(&out_dir);
     let mut consts = String::new();
@@ -73,10 +77,26 @@ fn main() {
     // o200k_base's (`src/bpe/derive.rs`): the main entry's browser build is 130 KB (gzip)
     // smaller for it. The host-tables build reads each `.tables` file whole.
     println!("cargo::rustc-check-cfg=cfg(cl100k_delta)");
+    println!("cargo::rustc-check-cfg=cfg(pairs_tables)");
+    let built_in = !feature("HOST_TABLES");
     if let (Some(base), Some(derived)) = (&o200k, &cl100k) {
         write_delta(out, "cl100k", "CL100K", base, derived, &mut consts);
-        if !feature("HOST_TABLES") {
+        if built_in {
             println!("cargo:rustc-cfg=cl100k_delta");
+        }
+    }
+    // With `pairs-tables`, tables built into the binary are built in as their pairs
+    // (src/bpe/pairs.rs); but cl100k_base's, where o200k_base's are built in too, are the delta
+    // above.
+    if built_in && feature("PAIRS_TABLES") {
+        if let Some(o200k) = &o200k {
+            write_pairs(out, "o200k", o200k);
+        }
+        if let (Some(cl100k), None) = (&cl100k, &o200k) {
+            write_pairs(out, "cl100k", cl100k);
+        }
+        if o200k.is_some() || cl100k.is_some() {
+            println!("cargo:rustc-cfg=pairs_tables");
         }
     }
     std::fs::write(out.join("bpe_consts.rs"), consts).expect("write bpe_consts.rs");
@@ -285,6 +305,24 @@ fn write_delta(
         "pub(crate) const {name}_DELTA_LEN: usize = {};",
         delta.len()
     );
+}
+
+/// Writes `<file>.pairs` (layout.rs): the tables of `written` as the range-coded pairs of
+/// earlier tokens each token joins.
+fn write_pairs(out: &Path, file: &str, written: &Written) {
+    let mut by_rank: Vec<&[u8]> = vec![&[]; written.tokens.len()];
+    for (bytes, rank) in &written.tokens {
+        by_rank[*rank as usize] = bytes;
+    }
+    let file_bytes = pairs::file(
+        &by_rank,
+        &written.short,
+        written.rank_bits,
+        written.digit_tokens,
+        written.id,
+    )
+    .unwrap_or_else(|e| panic!("{file}: {e}"));
+    std::fs::write(out.join(format!("{file}.pairs")), &file_bytes).expect("write pairs");
 }
 
 fn class_ranges(pattern: &str) -> Vec<(u32, u32)> {

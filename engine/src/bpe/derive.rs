@@ -11,8 +11,9 @@
 //! (median; bench/README.md, "Entry sizes", cut 3): it runs once, in V8's baseline tier.
 
 use super::assemble::{common_prefix, Assembler, FrontCoded, Given};
+use super::layout::Header;
 use super::layout::{DELTA_MAGIC, DELTA_PARTS};
-use super::vocab::{Header, Source};
+use super::vocab::Source;
 
 /// Bytes copied at once where a token adds no more: a copy of constant length compiles to
 /// plain loads and stores, while one of variable length is, in wasm, a `memory.copy` that V8

@@ -61,6 +61,52 @@ pub(crate) const SPLIT_FROM: u32 = 512;
 //   another build is refused); the rank width and the digit flag (u32 each); the `PARTS`
 //   lengths (u32 each, in file order).
 
+/// A file of `N` tables after a header of `header_len(N)` bytes (`layout.rs`: `<enc>.tables`
+/// and `cl100k.delta`), all little-endian.
+#[derive(Debug)]
+pub(crate) struct Header<'a, const N: usize> {
+    pub(crate) id: u64,
+    pub(crate) rank_bits: u32,
+    pub(crate) digit_tokens: bool,
+    pub(crate) parts: [&'a [u8]; N],
+    /// Where the last table ends.
+    pub(crate) end: usize,
+}
+
+impl<'a, const N: usize> Header<'a, N> {
+    /// Reads `file`'s header and slices its tables; `kind` names the file in errors.
+    pub(crate) fn read(file: &'a [u8], magic: &[u8; 8], kind: &str) -> Result<Self, String> {
+        let header = file
+            .get(..header_len(N))
+            .ok_or_else(|| format!("{} bytes is too short for the header", file.len()))?;
+        if header.get(..magic.len()) != Some(&magic[..]) {
+            return Err(format!("not {kind}"));
+        }
+        let word = |at: usize| {
+            let bytes = header
+                .get(at..at + 4)
+                .and_then(|w| <[u8; 4]>::try_from(w).ok());
+            bytes.map_or(0, u32::from_le_bytes)
+        };
+        let mut parts = [&[][..]; N];
+        let mut at = header.len();
+        for (i, part) in parts.iter_mut().enumerate() {
+            let len = word(24 + 4 * i) as usize;
+            *part = file
+                .get(at..at.saturating_add(len))
+                .ok_or_else(|| format!("{} bytes is too short for its tables", file.len()))?;
+            at += len;
+        }
+        Ok(Header {
+            id: u64::from(word(8)) | u64::from(word(12)) << 32,
+            rank_bits: word(16),
+            digit_tokens: word(20) != 0,
+            parts,
+            end: at,
+        })
+    }
+}
+
 /// The first bytes of `<enc>.tables`.
 pub(crate) const TABLES_MAGIC: [u8; 8] = *b"ckTables";
 /// Bytes of `<enc>.tables`'s header.
@@ -114,3 +160,29 @@ pub(crate) const DELTA_PARTS: usize = 6;
 /// Bytes of `cl100k.delta`'s header.
 #[allow(dead_code)]
 pub(crate) const DELTA_HEADER: usize = header_len(DELTA_PARTS);
+
+// - `<enc>.pairs`: an encoding's tables as built into a binary (every encoding's, but
+//   cl100k_base's in a build with o200k_base's too, which is the delta above), decoded into its
+//   `.tables` image on first use (`pairs.rs`). A `PAIRS_HEADER`-byte header: `PAIRS_MAGIC`; the
+//   id of the `.tables` image it decodes to (little-endian u64); the rank width and the digit
+//   flag (u32 each); the `PAIRS_PARTS` lengths (u32 each, in file order). Then, back to back:
+//   - `.count`: the number of ranks (little-endian u32; ranks are `0..count`);
+//   - `.short`: the rank of each byte, as in `.tables`;
+//   - `.model`: the model the pairs are coded with (LEB128 varints): for the left and then
+//     the right side, the number of its frequent ranks and each one (ascending, as the
+//     difference from the one before); then the symbol frequencies of each table (the left
+//     side's, then the right side's by class), as many as its alphabet has symbols;
+//   - `.code`: the rANS-coded symbols of each token of two bytes or more, in rank order: its
+//     left rank's, then its right rank's;
+//   - `.raw`: the low bits of the ranks coded by their bucket, in the same order, least
+//     significant bit first.
+
+/// The first bytes of `<enc>.pairs`.
+#[allow(dead_code)]
+pub(crate) const PAIRS_MAGIC: [u8; 8] = *b"ckPairs1";
+/// The parts of `<enc>.pairs`.
+#[allow(dead_code)]
+pub(crate) const PAIRS_PARTS: usize = 5;
+/// Bytes of `<enc>.pairs`'s header.
+#[allow(dead_code)]
+pub(crate) const PAIRS_HEADER: usize = header_len(PAIRS_PARTS);

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 
 use super::layout::{
-    header_len, CHECKPOINT, GROUP_NONE, GROUP_RECORD, PAIR_BITS, PAIR_NONE, PARTS, ROWS, SPLIT,
+    Header, CHECKPOINT, GROUP_NONE, GROUP_RECORD, PAIR_BITS, PAIR_NONE, PARTS, ROWS, SPLIT,
     TABLES_MAGIC,
 };
 
@@ -103,47 +103,6 @@ impl Source {
             splits,
             rank_bits: read.rank_bits,
             digit_tokens: read.digit_tokens,
-        })
-    }
-}
-
-/// A file of `N` tables after a header of `header_len(N)` bytes (`layout.rs`: `<enc>.tables`
-/// and `cl100k.delta`), all little-endian.
-#[derive(Debug)]
-pub(crate) struct Header<'a, const N: usize> {
-    pub(crate) id: u64,
-    pub(crate) rank_bits: u32,
-    pub(crate) digit_tokens: bool,
-    pub(crate) parts: [&'a [u8]; N],
-    /// Where the last table ends.
-    pub(crate) end: usize,
-}
-
-impl<'a, const N: usize> Header<'a, N> {
-    /// Reads `file`'s header and slices its tables; `kind` names the file in errors.
-    pub(crate) fn read(file: &'a [u8], magic: &[u8; 8], kind: &str) -> Result<Self, String> {
-        let header = file
-            .get(..header_len(N))
-            .ok_or_else(|| format!("{} bytes is too short for the header", file.len()))?;
-        if header.get(..magic.len()) != Some(&magic[..]) {
-            return Err(format!("not {kind}"));
-        }
-        let word = |at: usize| u32_at(header, at).unwrap_or(0);
-        let mut parts = [&[][..]; N];
-        let mut at = header.len();
-        for (i, part) in parts.iter_mut().enumerate() {
-            let len = word(24 + 4 * i) as usize;
-            *part = file
-                .get(at..at.saturating_add(len))
-                .ok_or_else(|| format!("{} bytes is too short for its tables", file.len()))?;
-            at += len;
-        }
-        Ok(Header {
-            id: u64::from(word(8)) | u64::from(word(12)) << 32,
-            rank_bits: word(16),
-            digit_tokens: word(20) != 0,
-            parts,
-            end: at,
         })
     }
 }
