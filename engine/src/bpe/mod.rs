@@ -11,8 +11,8 @@
 //!   compilation. An encoding never used is never decoded. With the Cargo feature
 //!   `host-tables` (the main entry's Node build) the same tables are a file read on first use
 //!   instead ([`host`]); with `pairs-tables` (the `/o200k` entry) they are built in as the
-//!   entropy-coded pairs of earlier tokens each token joins, 195 KB smaller in gzip, and
-//!   decoded into the same tables on first use (`pairs`; about 75 ms in V8, once).
+//!   entropy-coded pairs of earlier tokens each token joins, 192 KB smaller in gzip, and
+//!   decoded into the same tables on first use (`pairs`; about 55 ms in V8, once).
 //! - Merging: tiktoken's rank merge for short pieces (with a small cache of recent pieces'
 //!   counts), a heap merge for longer ones, and for pieces of 20 KiB and more a merge chunk by
 //!   chunk whose every cut is proven not to change the result (so a megabyte of one letter is

@@ -552,70 +552,145 @@ fn normalize(counts: &[u32]) -> Vec<u32> {
 }
 
 /// The ranks of the tokens of three bytes or more, in the lexicographic order of their bytes:
-/// a radix sort on each token's first 8 bytes (a comparison sort of o200k_base's tokens took
-/// twice as long, most of it in `memcmp`), then each run of tokens that share those in place.
+/// a counting sort by their first two bytes, then each of those runs sorted by the next five
+/// bytes (with the rank below them in one `u64`: the same sort as the one- and two-byte tokens'),
+/// then each run of tokens that share their first seven bytes in place (runs of spaces,
+/// dashes: few, and short). A comparison sort of the byte strings took twice as long, most of
+/// it in `memcmp`.
 fn lexicographic<'t>(token: &impl Fn(usize) -> &'t [u8], n: u32) -> Vec<u32> {
-    let prefix = |t: &[u8]| {
-        let mut key = [0u8; 8];
-        key.iter_mut().zip(t).for_each(|(k, b)| *k = *b);
-        u64::from_be_bytes(key)
+    let head = |t: &[u8]| match t {
+        [a, b, ..] => usize::from(u16::from_be_bytes([*a, *b])),
+        _ => 0,
     };
-    let mut items: Vec<(u64, u32)> = Vec::with_capacity(n as usize);
-    items.extend((0..n).filter_map(|rank| {
-        let t = token(rank as usize);
-        (t.len() >= 3).then(|| (prefix(t), rank))
-    }));
-    let mut other = vec![(0u64, 0u32); items.len()];
-    // Four passes of 16-bit digits, least significant first (half the passes of bytes, which
-    // is what the time goes to).
-    let mut starts = vec![0usize; 1 << 16];
-    for pass in 0..4 {
-        let digit = |key: u64| (key >> (16 * pass) & 0xFFFF) as usize;
-        starts.fill(0);
-        for &(key, _) in &items {
-            if let Some(count) = starts.get_mut(digit(key)) {
+    // The next five bytes (zero-padded) above the rank (under 2^24: `PAIR_BITS` is 18).
+    let key = |t: &[u8], rank: u32| {
+        let mut next = [0u8; 8];
+        next.iter_mut()
+            .skip(3)
+            .zip(t.iter().skip(2))
+            .for_each(|(k, b)| *k = *b);
+        u64::from_be_bytes(next) << 24 | u64::from(rank)
+    };
+    let mut starts = vec![0usize; (1 << 16) + 1];
+    for rank in 0..n as usize {
+        let t = token(rank);
+        if t.len() >= 3 {
+            if let Some(count) = starts.get_mut(head(t) + 1) {
                 *count += 1;
             }
         }
-        if starts.contains(&items.len()) {
-            continue;
-        }
-        let mut at = 0;
-        for start in &mut starts {
-            (*start, at) = (at, at + *start);
-        }
-        for &item in &items {
-            if let Some(start) = starts.get_mut(digit(item.0)) {
-                if let Some(slot) = other.get_mut(*start) {
-                    *slot = item;
+    }
+    let mut at = 0;
+    for start in &mut starts {
+        at += *start;
+        *start = at;
+    }
+    let mut keys = vec![0u64; at];
+    let mut fill = starts.clone();
+    for rank in 0..n {
+        let t = token(rank as usize);
+        if t.len() >= 3 {
+            if let Some(next) = fill.get_mut(head(t)) {
+                if let Some(slot) = keys.get_mut(*next) {
+                    *slot = key(t, rank);
                 }
-                *start += 1;
+                *next += 1;
             }
         }
-        std::mem::swap(&mut items, &mut other);
     }
-    // Tokens that share their first 8 bytes (runs of spaces, dashes): few, and in short runs.
-    let bytes_of =
-        |item: Option<&(u64, u32)>| item.map_or(&[][..], |&(_, rank)| token(rank as usize));
-    let mut from = 0;
-    while from < items.len() {
-        let key = items.get(from).map_or(0, |&(key, _)| key);
-        let to = from
-            + items
-                .iter()
-                .skip(from)
-                .take_while(|&&(k, _)| k == key)
-                .count();
-        for i in from + 1..to {
+    let bytes_of = |key: Option<&u64>| key.map_or(&[][..], |&k| token((k & 0xFF_FFFF) as usize));
+    for bounds in starts.windows(2) {
+        let &[from, to] = bounds else { continue };
+        let Some(run) = keys.get_mut(from..to) else {
+            continue;
+        };
+        run.sort_unstable();
+        // Tokens that share their first seven bytes, by all their bytes.
+        let mut i = 1;
+        while i < run.len() {
             let mut j = i;
-            while j > from && bytes_of(items.get(j - 1)) > bytes_of(items.get(j)) {
-                items.swap(j - 1, j);
+            while j > 0
+                && run.get(j - 1).map(|k| k >> 24) == run.get(j).map(|k| k >> 24)
+                && bytes_of(run.get(j - 1)) > bytes_of(run.get(j))
+            {
+                run.swap(j - 1, j);
                 j -= 1;
             }
+            i += 1;
         }
-        from = to;
     }
-    items.into_iter().map(|(_, rank)| rank).collect()
+    keys.iter().map(|&k| (k & 0xFF_FFFF) as u32).collect()
+}
+
+/// Bytes copied at once where a part adds no more: a copy of constant length compiles to plain
+/// loads and stores, while one of variable length is, in wasm, a `memory.copy` that V8 runs out
+/// of line (most parts are 1-8 bytes; as in `derive.rs`).
+const SHORT: usize = 16;
+
+/// Every token's bytes, in rank order, decoded from the pairs: token `r` is
+/// `bytes[ends[r]..ends[r + 1]]`. `singles` holds the one-byte tokens (rank above byte), in
+/// rank order.
+fn decode_tokens(
+    n: usize,
+    singles: &[u64],
+    [left_side, right_side]: &[Alphabet; 2],
+    tables: &[Table],
+    code: &[u8],
+    raw: &[u8],
+) -> Result<(Vec<u8>, Vec<u32>), String> {
+    let mut ends: Vec<u32> = Vec::with_capacity(n + 1);
+    ends.push(0);
+    // Written up to `len`, with room for a token and a short copy past it (o200k_base's
+    // tokens are 7 bytes on average).
+    let mut bytes = vec![0u8; n * 8 + MAX_TOKEN + SHORT];
+    let mut len = 0usize;
+    let mut decoder = Decoder::new(code, raw);
+    let mut singles = singles.iter().peekable();
+    let table = |t: usize| tables.get(t).ok_or("no such table");
+    let left_table = table(0)?;
+    for rank in 0..n {
+        if let Some(&single) = singles.next_if(|&&single| single >> 8 == rank as u64) {
+            if let Some(slot) = bytes.get_mut(len) {
+                *slot = single as u8;
+            }
+            len += 1;
+        } else {
+            // A part's bytes: a token of lower rank's.
+            let part = |part: Option<u32>| -> Result<(usize, usize), String> {
+                let part =
+                    part.ok_or_else(|| format!("token {rank}: a pair from an empty table"))?;
+                match (ends.get(part as usize), ends.get(part as usize + 1)) {
+                    (Some(&from), Some(&to)) if (part as usize) < rank => {
+                        Ok((from as usize, to as usize))
+                    }
+                    _ => Err(format!("token {rank} joins a token of rank {part}")),
+                }
+            };
+            let left = part(decoder.rank(left_side, left_table))?;
+            let last = bytes.get(left.1.wrapping_sub(1)).copied();
+            let right = part(decoder.rank(right_side, table(table_of(last))?))?;
+            if left.1 - left.0 + right.1 - right.0 > MAX_TOKEN {
+                return Err(format!("token {rank} is over {MAX_TOKEN} bytes"));
+            }
+            if len + MAX_TOKEN + SHORT > bytes.len() {
+                bytes.resize(2 * bytes.len(), 0);
+            }
+            for (from, to) in [left, right] {
+                if to - from <= SHORT && to.max(from + SHORT) <= len {
+                    bytes.copy_within(from..from + SHORT, len);
+                } else {
+                    bytes.copy_within(from..to, len);
+                }
+                len += to - from;
+            }
+        }
+        ends.push(u32::try_from(len).map_err(|_| "over 4 GiB of tokens")?);
+    }
+    if decoder.overran() {
+        return Err("the pairs are cut short".into());
+    }
+    bytes.truncate(len);
+    Ok((bytes, ends))
 }
 
 /// The `.tables` image of the encoding `file` (an `<enc>.pairs`) codes, checked to have the id
@@ -659,49 +734,9 @@ pub(crate) fn tables(file: &[u8], id: u64) -> Result<Vec<u8>, String> {
         return Err("the one-byte tokens' ranks are not 256 distinct ranks".into());
     }
 
-    // Every token's bytes, in rank order: token `r` is `bytes[ends[r - 1]..ends[r]]`.
     let n = ranks as usize;
-    let mut ends: Vec<u32> = Vec::with_capacity(n + 1);
-    ends.push(0);
-    let mut bytes: Vec<u8> = Vec::with_capacity(8 * n);
-    let span = |ends: &[u32], rank: u32, below: usize| -> Result<(usize, usize), String> {
-        match (rank as usize) < below {
-            true => match (ends.get(rank as usize), ends.get(rank as usize + 1)) {
-                (Some(&from), Some(&to)) => Ok((from as usize, to as usize)),
-                _ => Err("a rank out of range".into()),
-            },
-            false => Err(format!("token {below} joins a token of rank {rank}")),
-        }
-    };
     let (sides, tables) = read_model(model, ranks)?;
-    let [left_side, right_side] = &sides;
-    let mut decoder = Decoder::new(code, raw);
-    let mut singles = singles.iter().peekable();
-    let table = |t: usize| tables.get(t).ok_or("no such table");
-    let left_table = table(0)?;
-    for rank in 0..n {
-        if let Some(&single) = singles.next_if(|&&single| single >> 8 == rank as u64) {
-            bytes.push(single as u8);
-        } else {
-            let empty = || format!("token {rank}: a pair from an empty table");
-            let left = decoder.rank(left_side, left_table).ok_or_else(empty)?;
-            let (from, to) = span(&ends, left, rank)?;
-            let last = bytes.get(to.wrapping_sub(1)).copied();
-            let right = decoder
-                .rank(right_side, table(table_of(last))?)
-                .ok_or_else(empty)?;
-            let (rfrom, rto) = span(&ends, right, rank)?;
-            if to - from + rto - rfrom > MAX_TOKEN {
-                return Err(format!("token {rank} is over {MAX_TOKEN} bytes"));
-            }
-            bytes.extend_from_within(from..to);
-            bytes.extend_from_within(rfrom..rto);
-        }
-        ends.push(u32::try_from(bytes.len()).map_err(|_| "over 4 GiB of tokens")?);
-    }
-    if decoder.overran() {
-        return Err("the pairs are cut short".into());
-    }
+    let (bytes, ends) = decode_tokens(n, &singles, &sides, &tables, code, raw)?;
     let token = |rank: usize| -> &[u8] {
         match (ends.get(rank), ends.get(rank + 1)) {
             (Some(&from), Some(&to)) => bytes.get(from as usize..to as usize).unwrap_or_default(),
