@@ -6,6 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
 import { gzipSync } from "node:zlib";
 import * as main from "context-keeper";
 import * as o200k from "context-keeper/o200k";
@@ -104,4 +105,24 @@ test("each one-encoding entry is smaller than the main entry by the other's tabl
   const [both, one, other] = [wasmOf(""), wasmOf("o200k/"), wasmOf("cl100k/")];
   assert.ok(one.length < both.length - 300_000, `o200k ${one.length} vs both ${both.length}`);
   assert.ok(other.length < both.length - 900_000, `cl100k ${other.length} vs both ${both.length}`);
+});
+
+// Issue #23's size goals, measured as bench/sizes.mjs measures an entry: its browser build's
+// JavaScript bundled and minified by esbuild from `export * from "<entry>"`, plus its .wasm,
+// both gzip -9. (/o200k carries its tables as coded pairs to fit: engine/src/bpe/pairs.rs.)
+test("the main entry and /o200k ship within 1.7 MB and 1.2 MB gzip, the keeper inside", async () => {
+  const { build } = await import("esbuild");
+  const root = fileURLToPath(new URL("../..", import.meta.url));
+  for (const [entry, dir, goal] of [["context-keeper", "", 1.7e6], ["context-keeper/o200k", "o200k/", 1.2e6]]) {
+    const bundled = await build({
+      stdin: { contents: `export * from "${entry}";`, resolveDir: root, loader: "js" },
+      bundle: true, minify: true, format: "esm", platform: "browser", target: "es2022",
+      write: false, outfile: "entry.js", metafile: true, logLevel: "silent",
+    });
+    const exports = Object.values(bundled.metafile.outputs).flatMap((output) => output.exports);
+    assert.ok(exports.includes("ContextKeeper"), `${entry} exports the keeper`);
+    const js = bundled.outputFiles.filter((file) => file.path.endsWith(".js")).reduce((n, file) => n + gzipSync(file.contents, { level: 9 }).length, 0);
+    const wasm = gzipSync(wasmOf(dir), { level: 9 }).length;
+    assert.ok(js + wasm <= goal, `${entry}: ${js} B of JavaScript + ${wasm} B of .wasm = ${js + wasm} B gzip, over ${goal}`);
+  }
 });
