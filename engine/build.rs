@@ -167,22 +167,12 @@ fn write_encoding(
     let long: Vec<&(Vec<u8>, u32)> = tokens.iter().filter(|(t, _)| t.len() >= 3).collect();
     let mut assembler = Assembler::with_capacity(long.len(), total);
     let mut ranks = Vec::with_capacity(long.len() * rank_bits as usize / 8 + 8);
-    let (mut acc, mut nbits) = (0u64, 0u32);
-    for (bytes, rank) in &long {
+    for (bytes, _) in &long {
         assembler
             .push(bytes)
             .unwrap_or_else(|e| panic!("{file}: {e}"));
-        acc |= u64::from(*rank) << nbits;
-        nbits += rank_bits;
-        while nbits >= 8 {
-            ranks.push(acc as u8);
-            acc >>= 8;
-            nbits -= 8;
-        }
     }
-    if nbits > 0 {
-        ranks.push(acc as u8);
-    }
+    assemble::pack_bits(long.iter().map(|(_, rank)| *rank), rank_bits, &mut ranks);
     // Padding so the reader may always load 4 bytes.
     ranks.extend_from_slice(&[0; 4]);
 

@@ -17,6 +17,26 @@ pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
+/// Appends `values` to `out`, `bits` each, least significant bit first (the `.rank` column's
+/// layout, and `<enc>.pairs`'s raw bits), the last byte zero-padded.
+// NOTE: build.rs's and `pairs.rs`'s (a build with the cl100k delta alone does not pack).
+#[allow(dead_code)]
+pub(crate) fn pack_bits(values: impl IntoIterator<Item = u32>, bits: u32, out: &mut Vec<u8>) {
+    let (mut held, mut held_bits) = (0u64, 0u32);
+    for value in values {
+        held |= u64::from(value) << held_bits;
+        held_bits += bits;
+        while held_bits >= 8 {
+            out.push(held as u8);
+            held >>= 8;
+            held_bits -= 8;
+        }
+    }
+    if held_bits > 0 {
+        out.push(held as u8);
+    }
+}
+
 /// Tokens of three bytes or more, front-coded (`.head` and `.tok`), and their groups, as they
 /// are pushed.
 #[derive(Debug, Default)]

@@ -19,7 +19,7 @@
 // low bits follow raw. Symbols are rANS-coded (32-bit state, byte output) with frequencies in
 // `SCALE_BITS`; raw bits are a stream of their own.
 
-use super::assemble::{common_prefix, Assembler, Given};
+use super::assemble::{common_prefix, pack_bits, Assembler, Given};
 use super::layout::{Header, PAIRS_MAGIC, PAIRS_PARTS, PAIR_BITS, ROWS};
 
 /// The longest token the tables hold.
@@ -330,25 +330,17 @@ pub(crate) fn encode(by_rank: &[&[u8]]) -> Result<[Vec<u8>; 3], String> {
     // Symbols are coded last to first, so that they decode first to last.
     let mut symbols: Vec<(usize, usize)> = Vec::with_capacity(2 * chosen.len());
     let mut raw = Vec::new();
-    let (mut held, mut held_bits) = (0u64, 0u32);
+    let mut low: Vec<u32> = Vec::new();
     for &(left, right, last) in &chosen {
         for (rank, table, side) in [(left, 0, 0), (right, table_of(Some(last)), 1)] {
             let (symbol, bucket) = stats.symbol(side, rank);
             symbols.push((table, symbol));
             if bucket {
-                held |= u64::from(rank & ((1 << LOW_BITS) - 1)) << held_bits;
-                held_bits += LOW_BITS;
-                while held_bits >= 8 {
-                    raw.push(held as u8);
-                    held >>= 8;
-                    held_bits -= 8;
-                }
+                low.push(rank & ((1 << LOW_BITS) - 1));
             }
         }
     }
-    if held_bits > 0 {
-        raw.push(held as u8);
-    }
+    pack_bits(low, LOW_BITS, &mut raw);
     let starts: Vec<Vec<u32>> = tables
         .iter()
         .map(|t| {
@@ -772,7 +764,6 @@ pub(crate) fn tables(file: &[u8], id: u64) -> Result<Vec<u8>, String> {
     let long = lexicographic(&token, n as u32);
     let mut assembler = Assembler::with_capacity(long.len(), bytes.len());
     let mut ranks = Vec::with_capacity(long.len() * bits as usize / 8 + 8);
-    let (mut acc, mut held) = (0u64, 0u32);
     let mut before: &[u8] = &[];
     for &rank in &long {
         // In order, as sorted, so the order check of `push` is not needed (tokens repeated by
@@ -780,17 +771,8 @@ pub(crate) fn tables(file: &[u8], id: u64) -> Result<Vec<u8>, String> {
         let token = token(rank as usize);
         assembler.push_shared(token, common_prefix(before, token))?;
         before = token;
-        acc |= u64::from(rank) << held;
-        held += bits;
-        while held >= 8 {
-            ranks.push(acc as u8);
-            acc >>= 8;
-            held -= 8;
-        }
     }
-    if held > 0 {
-        ranks.push(acc as u8);
-    }
+    pack_bits(long.iter().copied(), bits, &mut ranks);
     ranks.extend_from_slice(&[0; 4]);
     drop((bytes, ends));
     let (image, found) = assembler.finish(&Given {
