@@ -15,7 +15,7 @@ export const REFERENCE = "tiktoken";
 export const ENTRY_PEERS = {
   "context-keeper/o200k": ["o200k_base"],
   "context-keeper/cl100k": ["cl100k_base"],
-  "context-keeper/lite~estimate": ["o200k_base"],
+  "context-keeper/estimate~estimate": ["o200k_base"],
 };
 export const ENCODINGS = ["o200k_base", "cl100k_base"];
 
@@ -25,7 +25,7 @@ export const PACKAGE = {
   "context-keeper~estimate": "context-keeper",
   "context-keeper/o200k": "context-keeper",
   "context-keeper/cl100k": "context-keeper",
-  "context-keeper/lite~estimate": "context-keeper",
+  "context-keeper/estimate~estimate": "context-keeper",
   tiktoken: "tiktoken",
   "js-tiktoken": "js-tiktoken",
   "gpt-tokenizer": "gpt-tokenizer",
@@ -59,8 +59,8 @@ const loaders = {
   },
 
   /** The estimator alone, with no tables. */
-  async "context-keeper/lite~estimate"() {
-    const ck = await import("context-keeper/lite");
+  async "context-keeper/estimate~estimate"() {
+    const ck = await import("context-keeper/estimate");
     return { count: (text) => ck.estimateTokens(text), module: ck };
   },
 

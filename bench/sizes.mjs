@@ -19,8 +19,10 @@ const KEY_FILES = {
   // main entry's Node build has a .wasm of its own, without tables, and reads the tables files)
   "context-keeper": ["web/context_keeper_bg.wasm", "node/context_keeper.js",
     "node/context_keeper_bg.wasm", "node/o200k.tables", "node/cl100k.tables",
-    // The subpath entries: context-keeper/o200k, /cl100k (one encoding each), /lite (no tables).
-    "o200k/web/context_keeper_bg.wasm", "cl100k/web/context_keeper_bg.wasm", "lite/web/context_keeper_bg.wasm"],
+    // The subpath entries: context-keeper/o200k, /cl100k (one encoding each), /lite (the keeper,
+    // no tables), /estimate (the estimator alone).
+    "o200k/web/context_keeper_bg.wasm", "cl100k/web/context_keeper_bg.wasm", "lite/web/context_keeper_bg.wasm",
+    "estimate/web/context_keeper_bg.wasm"],
   tiktoken: ["tiktoken_bg.wasm", "tiktoken_bg.cjs"],
   "js-tiktoken": ["dist/ranks/o200k_base.js", "dist/ranks/cl100k_base.js"],
   "gpt-tokenizer": ["esm/bpeRanks/o200k_base.js", "esm/bpeRanks/cl100k_base.js"],
@@ -80,6 +82,7 @@ export const ENTRIES = {
   "context-keeper/o200k": { wasm: "o200k/web/context_keeper_bg.wasm", goal: 1.2e6 },
   "context-keeper/cl100k": { wasm: "cl100k/web/context_keeper_bg.wasm" },
   "context-keeper/lite": { wasm: "lite/web/context_keeper_bg.wasm", goal: 80 * 1024 },
+  "context-keeper/estimate": { wasm: "estimate/web/context_keeper_bg.wasm" },
 };
 
 /**

@@ -68,7 +68,9 @@ if (pinned && cli !== pinned) {
 
 const targetDir = JSON.parse(execFileSync("cargo", ["metadata", "--format-version", "1", "--no-deps"],
   { cwd: root, encoding: "utf8", maxBuffer: 64 << 20 })).target_directory;
-const cargoWasm = join(targetDir, "wasm32-unknown-unknown", dev ? "debug" : "release", `${crateName}.wasm`);
+/** Where cargo writes the .wasm of a build with `profile` (wasm-pack.toml's `profile`, else release). */
+const cargoWasm = (profile) =>
+  join(targetDir, "wasm32-unknown-unknown", dev ? "debug" : profile ?? "release", `${crateName}.wasm`);
 
 const wasmOpt = join(root, "node_modules", ".bin", "wasm-opt");
 const optimize = !dev && matrix["wasm-opt"]?.enabled && existsSync(wasmOpt);
@@ -82,13 +84,13 @@ const packageDir = (entry) => join(out, entry.dir);
 const ENGINE = "context-keeper-engine";
 
 /**
- * `cargo build` of the crate for wasm32 with `features` (and `env`); returns the engine's
- * OUT_DIR, where engine/build.rs wrote the tables.
+ * `cargo build` of the crate for wasm32 with `features` (and `env`) in Cargo profile `profile`
+ * (release when absent); returns the engine's OUT_DIR, where engine/build.rs wrote the tables.
  */
-function cargoBuild(features, env = {}) {
+function cargoBuild(features, profile, env = {}) {
   const args = ["build", "--lib", "--target", "wasm32-unknown-unknown", "--no-default-features",
     "--message-format=json-render-diagnostics"];
-  if (!dev) args.push("--release");
+  if (!dev) args.push("--profile", profile ?? "release");
   if (features.length > 0) args.push("--features", features.join(","));
   const json = run("cargo", args, { stdio: ["inherit", "pipe", "inherit"], encoding: "utf8",
     maxBuffer: 64 << 20, env: { ...process.env, ...env } });
@@ -98,12 +100,15 @@ function cargoBuild(features, env = {}) {
   return outDir;
 }
 
-/** Runs wasm-bindgen for each `[dirName, target]` of `targetList` on the wasm cargo just built. */
-function bindgen(dir, targetList) {
+/**
+ * Runs wasm-bindgen for each `[dirName, target]` of `targetList` on the wasm cargo just built
+ * in `profile`.
+ */
+function bindgen(dir, targetList, profile) {
   mkdirSync(dir, { recursive: true });
   // NOTE: copied aside, since cargo writes every feature set's .wasm to the same path.
   const input = join(dir, `${crateName}.wasm`);
-  cpSync(cargoWasm, input);
+  cpSync(cargoWasm(profile), input);
   const outputs = [];
   for (const [targetDirName, target] of targetList) {
     const args = [input, "--out-dir", join(dir, targetDirName), "--out-name", crateName, "--target", target];
@@ -133,14 +138,14 @@ const optimizing = [];
 for (const entry of entries) {
   const features = entry.features ?? [];
   const nodeFeatures = entry["node-features"] ?? [];
-  cargoBuild(features);
+  cargoBuild(features, entry.profile);
   // An entry with a Node build of its own has its nodejs target made from that build.
   const own = nodeFeatures.length > 0;
-  bindgen(stagedDir(entry), own ? targets.filter(([, target]) => target !== "nodejs") : targets);
+  bindgen(stagedDir(entry), own ? targets.filter(([, target]) => target !== "nodejs") : targets, entry.profile);
   if (!own) continue;
-  const outDir = cargoBuild([...features, ...nodeFeatures], { CONTEXT_KEEPER_TABLES_DIR: "." });
+  const outDir = cargoBuild([...features, ...nodeFeatures], entry.profile, { CONTEXT_KEEPER_TABLES_DIR: "." });
   const host = hostStagedDir(entry);
-  bindgen(host, targets.filter(([, target]) => target === "nodejs"));
+  bindgen(host, targets.filter(([, target]) => target === "nodejs"), entry.profile);
   for (const feature of features.filter((f) => ENCODING_FEATURES.includes(f))) {
     cpSync(join(outDir, `${feature}.tables`), join(host, `${feature}.tables`));
   }

@@ -27,3 +27,11 @@ pub fn count_tokens(text: &str, encoding: Encoding) -> Result<usize, CountError>
     }
     crate::bpe::count(text, encoding)
 }
+
+/// Whether this build holds no encoding's tables (Cargo: neither feature `o200k` nor `cl100k`;
+/// npm: `context-keeper/lite`). Such a build counts messages, tool definitions and the tiers'
+/// figures with [`crate::estimate_tokens`] and marks every count not exact; [`count_tokens`],
+/// the exact count of one text, still refuses. A build that holds one encoding counts with it
+/// and refuses the other, so an exact entry never passes an estimate off for a count.
+pub const ESTIMATOR_ONLY: bool =
+    !(Encoding::O200kBase.is_built() || Encoding::Cl100kBase.is_built());

@@ -64,11 +64,16 @@ pub(crate) fn tokens(text: &str, encoding: Encoding) -> usize {
 
 /// The tokens of `text` under `encoding`, [`count_tokens`] through the memo: the counts of
 /// messages and the tiers' figures share it, so a tool result that a count has tokenized is
-/// not tokenized again when a tier reports what it saved on it.
+/// not tokenized again when a tier reports what it saved on it. A build without tables
+/// ([`crate::count::ESTIMATOR_ONLY`]) estimates instead.
 ///
 /// # Errors
 /// As [`count_tokens`] (an encoding not built in); a failure is not remembered.
 pub(crate) fn count(text: &str, encoding: Encoding) -> Result<usize, CountError> {
+    if crate::count::ESTIMATOR_ONLY {
+        // NOTE: the estimator reads a text about as fast as the memo would hash it.
+        return Ok(estimate_tokens(text));
+    }
     if text.len() < MIN_BYTES {
         return count_tokens(text, encoding);
     }

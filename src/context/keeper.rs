@@ -1095,10 +1095,11 @@ impl Prepare {
         stats.saved.compact += self.report.saved.compact;
         stats.events.failures += self.report.failures.len() as u64;
         self.state.keeper.output = hashes;
-        // NOTE: only a model counted by proxy is calibrated (an exact one's estimate is only
-        // the framing of tool calls and images, which a ratio would not fix).
-        let proxy =
-            (self.options.model.as_deref()).is_some_and(|m| !crate::model::model_info(m).exact);
+        // NOTE: only a model counted by proxy (or by the estimator, in a build without
+        // tables) is calibrated: an exact one's estimate is only the framing of tool calls and
+        // images, which a ratio would not fix.
+        let proxy = (self.options.model.as_deref())
+            .is_some_and(|m| !crate::model::model_info(m).exact || crate::count::ESTIMATOR_ONLY);
         self.state.keeper.estimated_tokens = (proxy && self.estimated).then_some(self.raw_tokens);
         self.state_changed = true;
     }

@@ -16,6 +16,7 @@ use super::{
     CacheStats, CountCache, CountMessagesError, CountMessagesOptions, Counting, Memo, MessageKey,
     MessagesCount, ModelOverrides, OptionsError, Request, DEFAULT_CAPACITY,
 };
+use crate::count::ESTIMATOR_ONLY;
 use crate::messages::{parse_messages_value, Conversation};
 use crate::model::normalize;
 
@@ -182,7 +183,7 @@ impl Counter {
     pub fn ratio_for(&self, conv: &Conversation, options: &CountMessagesOptions) -> Option<f64> {
         let model = Request::read(conv, options).ok()?.model;
         let info = setup(model, conv.format, options).model?;
-        if info.exact {
+        if info.exact && !ESTIMATOR_ONLY {
             return None;
         }
         let key = normalize(&info.name);
@@ -206,7 +207,7 @@ impl Counter {
     ) -> Calibration {
         let info = model_info_with(model, overrides);
         let key = normalize(&info.name);
-        if info.exact || estimated == 0 {
+        if (info.exact && !ESTIMATOR_ONLY) || estimated == 0 {
             return Calibration {
                 model: key,
                 ratio: 1.0,

@@ -43,7 +43,9 @@
 //! and nothing in the request was estimated. With no model named, the count is OpenAI's
 //! accounting with `o200k_base` (or the encoding named): `exact` for OpenAI messages, never for
 //! Anthropic messages (Claude's tokenizer is not public), and for AI SDK messages (whose
-//! provider is unknown) only when the caller named the encoding.
+//! provider is unknown) only when the caller named the encoding. A build without tables
+//! (`context-keeper/lite`, [`ESTIMATOR_ONLY`]) counts every text with the estimator, and no
+//! count of it is `exact`.
 //!
 //! AI SDK `UIMessage`s (`parts`, as `useChat` holds them) count as `convertToModelMessages`
 //! would send them: text, reasoning, files, tool calls with their results (output, error text
@@ -81,6 +83,7 @@ pub use tally::{ByKind, Tally, REDACTED_CHARS_PER_TOKEN, TOOL_CALL_FRAMING};
 pub use tools::{anthropic_tool_prompt, ToolChoice, SCHEMA_KEYS};
 pub use zod::{close_objects, OPAQUE_OBJECT_TOKENS};
 
+use crate::count::ESTIMATOR_ONLY;
 use crate::encoding::{CountError, Encoding};
 use crate::messages::{
     drops_earlier_context, parse_messages_value, Conversation, Format, Message, MessagesOptions,
@@ -255,7 +258,7 @@ fn setup(model: Option<&str>, format: Format, options: &CountMessagesOptions) ->
                     images: info.images,
                 },
                 provider: info.provider,
-                exact: info.exact && encoding == info.encoding,
+                exact: info.exact && encoding == info.encoding && !ESTIMATOR_ONLY,
                 model: Some(info),
             }
         }
@@ -266,11 +269,12 @@ fn setup(model: Option<&str>, format: Format, options: &CountMessagesOptions) ->
             // public; AI SDK messages go to a provider chosen at run time, so only an encoding
             // the caller named makes the count theirs.
             let chat = model_info("gpt-4o");
-            let exact = match format {
-                Format::OpenAi => true,
-                Format::AiSdk => options.encoding.is_some(),
-                Format::Anthropic => false,
-            };
+            let exact = !ESTIMATOR_ONLY
+                && match format {
+                    Format::OpenAi => true,
+                    Format::AiSdk => options.encoding.is_some(),
+                    Format::Anthropic => false,
+                };
             Setup {
                 rules: Rules {
                     encoding: options.encoding.unwrap_or(Encoding::O200kBase),

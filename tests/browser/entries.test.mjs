@@ -1,5 +1,6 @@
 // The subpath entries' browser modules in headless Chromium: each initialises its own .wasm with
-// top-level await and counts (or, for lite, estimates), as the main entry does.
+// top-level await and counts, as the main entry does: /lite with the estimator (its keeper
+// offloading into IndexedDB), /estimate the estimator alone.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { openDemo } from "./chromium.mjs";
@@ -15,16 +16,30 @@ after(async () => {
   await demo?.close();
 });
 
-test("context-keeper/o200k, /cl100k and /lite load in a page and count", async () => {
+test("context-keeper/o200k, /cl100k, /lite and /estimate load in a page and count", async () => {
   const result = await page.evaluate(async () => {
     const attempt = (fn) => { try { return fn(); } catch (err) { return `${err.name} (${err.kind}): ${err.message.split(";")[0]}`; } };
-    const [o200k, cl100k, lite] = await Promise.all(["o200k", "cl100k", "lite"].map((dir) => import(`/pkg/${dir}/browser.js`)));
+    const [o200k, cl100k, lite, estimate] = await Promise.all(["o200k", "cl100k", "lite", "estimate"].map((dir) => import(`/pkg/${dir}/browser.js`)));
+    const { IndexedDBStore } = await import("/pkg/stores/index.js");
+    const store = new IndexedDBStore({ name: "ck-lite-entry" });
+    const log = Array.from({ length: 4_000 }, (_, i) => `line ${i}: GET /api/items/${i * 7} 200`).join("\n");
+    const keeper = new lite.ContextKeeper({ model: "gpt-4o", store });
+    const { messages, report } = await keeper.prepare([
+      { role: "user", content: "Read the log." },
+      { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "cat", arguments: "{}" } }] },
+      { role: "tool", tool_call_id: "c1", content: log },
+    ], { sessionId: "page" });
+    const id = report.offloaded[0]?.original.id;
+    const back = id && await lite.readOffloaded(id, { store, sessionId: "page", limit: 2_000 });
+    const rest = back && await lite.readOffloaded(id, { store, sessionId: "page", offset: back.nextOffset, limit: 2_000 });
     return {
       o200k: [o200k.countTokens("hello world"), attempt(() => o200k.countTokens("hi", { model: "gpt-4" }))],
       cl100k: [cl100k.countTokens("hello world", { model: "gpt-4" }), attempt(() => cl100k.countTokens("hi"))],
-      lite: [typeof lite.countTokens, lite.estimateTokens("")],
-      // One class for every entry, the lite one included.
-      sameClass: [o200k, cl100k, lite].every((entry) => {
+      lite: [lite.countMessages([{ role: "user", content: "hello world" }]).exact, lite.estimateTokens(""), attempt(() => lite.countTokens("hi"))],
+      liteKeeper: [report.estimated, report.offloaded.length, messages[2].content !== log, back && [back.text, rest.text].join("\n") === log],
+      estimate: [typeof estimate.countTokens, estimate.estimateTokens("")],
+      // One class for every entry, the lite ones included.
+      sameClass: [o200k, cl100k, lite, estimate].every((entry) => {
         try { entry.estimateTokens(null); } catch (err) { return err instanceof o200k.ContextKeeperError && entry.ContextKeeperError === o200k.ContextKeeperError; }
         return false;
       }),
@@ -33,7 +48,9 @@ test("context-keeper/o200k, /cl100k and /lite load in a page and count", async (
   assert.deepEqual(result, {
     o200k: [2, "ContextKeeperError (encoding): cl100k_base is not in this build of context-keeper"],
     cl100k: [2, "ContextKeeperError (encoding): o200k_base is not in this build of context-keeper"],
-    lite: ["undefined", 0],
+    lite: [false, 0, "ContextKeeperError (encoding): o200k_base is not in this build of context-keeper"],
+    liteKeeper: [true, 1, true, true],
+    estimate: ["undefined", 0],
     sameClass: true,
   });
   assert.deepEqual(pageErrors, []);

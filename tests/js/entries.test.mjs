@@ -1,7 +1,8 @@
 // The subpath entries of the built package (pkg/, through node_modules/context-keeper):
 // `context-keeper/o200k` and `context-keeper/cl100k` (one encoding's tables each, the same
-// API) and `context-keeper/lite` (estimateTokens only, no tables), through `import` and
-// `require` alike.
+// API), `context-keeper/lite` (the same API without tables, the estimator counting: its
+// behaviour in tests/js/lite.test.mjs) and `context-keeper/estimate` (estimateTokens alone),
+// through `import` and `require` alike.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -12,6 +13,7 @@ import * as main from "context-keeper";
 import * as o200k from "context-keeper/o200k";
 import * as cl100k from "context-keeper/cl100k";
 import * as lite from "context-keeper/lite";
+import * as estimate from "context-keeper/estimate";
 import { referenceCount, texts, sampleTexts } from "./reference.mjs";
 
 const require = createRequire(import.meta.url);
@@ -20,16 +22,17 @@ const allTexts = [...Object.values(texts), sampleTexts.join("\n")];
 const wasmOf = (dir) => readFileSync(require.resolve(`context-keeper/package.json`).replace(/package\.json$/, `${dir}web/context_keeper_bg.wasm`));
 
 test("import and require of an entry share one instance and one API", () => {
-  for (const [name, esm] of [["context-keeper", main], ["context-keeper/o200k", o200k], ["context-keeper/cl100k", cl100k], ["context-keeper/lite", lite]]) {
+  for (const [name, esm] of [["context-keeper", main], ["context-keeper/o200k", o200k], ["context-keeper/cl100k", cl100k], ["context-keeper/lite", lite], ["context-keeper/estimate", estimate]]) {
     const cjs = require(name);
     assert.deepEqual(Object.keys(esm).sort(), Object.keys(cjs).filter((k) => k !== "__esModule").sort(), name);
     for (const key of Object.keys(esm)) assert.equal(esm[key], cjs[key], `${name}: ${key}`);
   }
 });
 
-test("the one-encoding entries have the main entry's API", () => {
+test("the one-encoding entries and lite have the main entry's API", () => {
   assert.deepEqual(Object.keys(o200k).sort(), Object.keys(main).sort());
   assert.deepEqual(Object.keys(cl100k).sort(), Object.keys(main).sort());
+  assert.deepEqual(Object.keys(lite).sort(), Object.keys(main).sort());
 });
 
 test("context-keeper/o200k counts o200k_base exactly, as the main entry does", () => {
@@ -63,11 +66,11 @@ function assertNotBuilt(fn, encoding, entry) {
 }
 
 test("every entry throws the one ContextKeeperError class, also through require", () => {
-  for (const [name, entry] of Object.entries({ main, o200k, cl100k, lite })) {
+  for (const [name, entry] of Object.entries({ main, o200k, cl100k, lite, estimate })) {
     assert.equal(entry.ContextKeeperError, main.ContextKeeperError, name);
     assert.throws(() => entry.estimateTokens(null), (err) => err instanceof main.ContextKeeperError && err.kind === "options" && err.path === "text", name);
   }
-  for (const name of ["context-keeper", "context-keeper/o200k", "context-keeper/cl100k", "context-keeper/lite"]) {
+  for (const name of ["context-keeper", "context-keeper/o200k", "context-keeper/cl100k", "context-keeper/lite", "context-keeper/estimate"]) {
     const required = require(name);
     assert.equal(required.ContextKeeperError, main.ContextKeeperError, name);
     assert.throws(() => required.estimateTokens(1), main.ContextKeeperError, name);
@@ -86,17 +89,25 @@ test("an entry rejects the encoding it was built without, naming the entry that 
   assert.throws(() => cl100k.countTokens("hi", { encoding: "p50k_base" }), (err) => err instanceof main.ContextKeeperError && err.kind === "encoding");
 });
 
-test("context-keeper/lite is the estimator alone: no countTokens, no tables", () => {
-  assert.deepEqual(Object.keys(lite).filter((k) => !k.startsWith("__")), ["ContextKeeperError", "estimateTokens"]);
-  assert.equal(lite.countTokens, undefined);
-  assert.equal(require("context-keeper/lite").countTokens, undefined);
-  for (const text of allTexts) assert.equal(lite.estimateTokens(text), main.estimateTokens(text));
-  assert.equal(lite.estimateTokens(""), 0);
-  assert.throws(() => lite.estimateTokens(42), (err) => err instanceof main.ContextKeeperError && err.kind === "options" && err.path === "text" && /text: expected a string, found a number/.test(err.message));
-  const wasm = wasmOf("lite/");
-  assert.ok(gzipSync(wasm, { level: 9 }).length <= 60 * 1024, `lite .wasm is ${gzipSync(wasm, { level: 9 }).length} bytes gzip`);
+test("context-keeper/estimate is the estimator alone: no countTokens, no tables", () => {
+  assert.deepEqual(Object.keys(estimate).filter((k) => !k.startsWith("__")), ["ContextKeeperError", "estimateTokens"]);
+  assert.equal(estimate.countTokens, undefined);
+  assert.equal(require("context-keeper/estimate").countTokens, undefined);
+  for (const text of allTexts) assert.equal(estimate.estimateTokens(text), main.estimateTokens(text));
+  assert.equal(estimate.estimateTokens(""), 0);
+  assert.throws(() => estimate.estimateTokens(42), (err) => err instanceof main.ContextKeeperError && err.kind === "options" && err.path === "text" && /text: expected a string, found a number/.test(err.message));
+  const wasm = wasmOf("estimate/");
+  assert.ok(gzipSync(wasm, { level: 9 }).length <= 60 * 1024, `estimate .wasm is ${gzipSync(wasm, { level: 9 }).length} bytes gzip`);
   // No tables: cl100k_base's alone are over 600 KB.
-  assert.ok(wasm.length < 200 * 1024, `lite .wasm is ${wasm.length} bytes`);
+  assert.ok(wasm.length < 200 * 1024, `estimate .wasm is ${wasm.length} bytes`);
+});
+
+test("context-keeper/lite has no tables: only the keeper's code", () => {
+  assert.equal(lite.estimateTokens(""), 0);
+  // The smallest tables, cl100k_base's, are 670 KB raw (pkg/node/cl100k.tables); /cl100k is the
+  // same code at opt-level 3 with them.
+  const [code, withTables] = [wasmOf("lite/"), wasmOf("cl100k/")];
+  assert.ok(code.length < withTables.length - 670_000, `lite ${code.length} B vs /cl100k ${withTables.length} B`);
 });
 
 // (The main entry's browser .wasm holds cl100k_base as a delta from o200k_base's tables, 351 KB
@@ -110,10 +121,12 @@ test("each one-encoding entry is smaller than the main entry by the other's tabl
 // Issue #23's size goals, measured as bench/sizes.mjs measures an entry: its browser build's
 // JavaScript bundled and minified by esbuild from `export * from "<entry>"`, plus its .wasm,
 // both gzip -9. (/o200k carries its tables as coded pairs to fit: engine/src/bpe/pairs.rs.)
-test("the main entry and /o200k ship within 1.7 MB and 1.2 MB gzip, the keeper inside", async () => {
+// /lite is held at 420 KB, about where it is (401 KB), so that it cannot grow unnoticed: issue
+// #23's goal for it, 80 KiB, is not met (its code alone, the keeper's, is 388 KB gzip).
+test("the main entry, /o200k and /lite ship within 1.7 MB, 1.2 MB and 420 KB gzip, the keeper inside", async () => {
   const { build } = await import("esbuild");
   const root = fileURLToPath(new URL("../..", import.meta.url));
-  for (const [entry, dir, goal] of [["context-keeper", "", 1.7e6], ["context-keeper/o200k", "o200k/", 1.2e6]]) {
+  for (const [entry, dir, goal] of [["context-keeper", "", 1.7e6], ["context-keeper/o200k", "o200k/", 1.2e6], ["context-keeper/lite", "lite/", 420e3]]) {
     const bundled = await build({
       stdin: { contents: `export * from "${entry}";`, resolveDir: root, loader: "js" },
       bundle: true, minify: true, format: "esm", platform: "browser", target: "es2022",

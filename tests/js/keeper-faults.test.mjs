@@ -16,7 +16,8 @@
 // KEEPER_FAULT_SESSIONS sets the number of sessions over all adapters (default 10,000: 6,500
 // memory, 2,500 IndexedDB, 1,000 file system; about 6.6 prepares a session), or
 // KEEPER_FAULT_PREPARES a number of prepares instead (split the same way; the last session cut
-// short), KEEPER_FAULT_SEED the seed; KEEPER_FAULT_DUMP=file writes each prepare (input, output,
+// short), KEEPER_FAULT_SEED the seed, KEEPER_FAULT_ENTRY the entry (`context-keeper/lite`: the
+// keeper counting with the estimator); KEEPER_FAULT_DUMP=file writes each prepare (input, output,
 // report) there before its checks. A count of sessions runs the same sessions, turn for turn, as
 // a count of prepares that reaches them (the generator draws nothing from the limit).
 // The same campaign runs in workerd over Durable Object storage (tests/workerd/faults.test.mjs).
@@ -25,14 +26,16 @@ import assert from "node:assert/strict";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import * as ck from "context-keeper";
-import { ContextKeeper, ContextKeeperError } from "context-keeper";
 import { FileSystemStore, IndexedDBStore, MemoryStore } from "context-keeper/stores";
 import { FaultyStore } from "context-keeper/testing";
 import { IDBFactory, IDBKeyRange } from "fake-indexeddb";
 import { NOW, append, checkPrepared, confirming, faults, flusher, head, markerKey, nextInput, rng, sessionOptions, step, summarizer } from "./fault-campaign.mjs";
 
 const SEED = Number(process.env.KEEPER_FAULT_SEED ?? 23);
+
+/** The entry under test: KEEPER_FAULT_ENTRY names another (`context-keeper/lite`: no tables). */
+const ck = await import(process.env.KEEPER_FAULT_ENTRY ?? "context-keeper");
+const { ContextKeeper, ContextKeeperError } = ck;
 
 /** The campaign's size: `{ sessions }` or `{ prepares }` over all adapters, from the environment. */
 const SIZE = (() => {
@@ -200,7 +203,9 @@ async function tornResave({ offloadLoad }) {
     { role: "tool", tool_call_id: "c1", content: big },
   ];
   const sessionId = "torn";
-  const { real, turns } = await tornRewrite({ kind: "offload", load: offloadLoad, history, sessionId, options: { contextWindow: 40_000 } });
+  // NOTE: a window the log fits inline (29,000 tokens exact, 34,900 by /lite's estimator), so
+  // that the turn whose offload fails keeps it there rather than compacting it.
+  const { real, turns } = await tornRewrite({ kind: "offload", load: offloadLoad, history, sessionId, options: { contextWindow: 48_000 } });
   assert.equal(turns[0].report.offloaded.length, 1, "turn 1 offloads the log");
   const id = turns[0].report.offloaded[0].original.id;
   for (const [i, { messages }] of turns.entries()) {

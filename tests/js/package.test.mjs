@@ -24,7 +24,7 @@ test("the manifest: name, Cargo's version, conditions in the order resolvers nee
   assert.equal(manifest.name, "context-keeper");
   assert.equal(manifest.version, cargo.match(/^version = "(.+)"/m)[1]);
   // `types` must come first and `default` last, or TypeScript and bundlers pick the wrong one.
-  for (const entry of [".", "./o200k", "./cl100k", "./lite"]) {
+  for (const entry of [".", "./o200k", "./cl100k", "./lite", "./estimate"]) {
     assert.deepEqual(Object.keys(manifest.exports[entry]), ["types", "workerd", "browser", "node", "default"], entry);
     assert.deepEqual(Object.keys(manifest.exports[entry].node), ["import", "default"], entry);
   }
@@ -38,7 +38,7 @@ test("the tarball holds every export target and nothing else of note", () => {
     assert.ok(files.has(path), `${path} is exported but not packed`);
     assert.ok(existsSync(join(pkg, path)), `${path} is exported but not built`);
   }
-  for (const dir of ["", "o200k/", "cl100k/", "lite/"]) {
+  for (const dir of ["", "o200k/", "cl100k/", "lite/", "estimate/"]) {
     for (const file of ["node/context_keeper.js", "web/context_keeper_bg.wasm", "index.d.ts", "node.js", "browser.js", "workerd.js"]) {
       assert.ok(files.has(dir + file), `${dir + file} missing from the tarball`);
     }
@@ -76,9 +76,10 @@ test("the packed tarball installs into a fresh project and works from ESM and Co
     const call = {
       o200k: 'typeof countTokens + " " + countTokens("hello world", { model: "gpt-4o" })',
       cl100k: 'typeof countTokens + " " + countTokens("hello world", { model: "gpt-4" })',
-      lite: 'typeof countTokens + " " + estimateTokens("")',
+      lite: 'typeof ck.ContextKeeper + " " + ck.countMessages([{ role: "user", content: "hello world" }]).exact + " " + estimateTokens("")',
+      estimate: 'typeof countTokens + " " + estimateTokens("")',
     };
-    const expected = { o200k: "function 2", cl100k: "function 2", lite: "undefined 0" };
+    const expected = { o200k: "function 2", cl100k: "function 2", lite: "function false 0", estimate: "undefined 0" };
     // The bin npm linked: `context-keeper report` on a conversation piped in.
     const report = execFileSync(join(dir, "node_modules", ".bin", "context-keeper"), ["report", "-", "--json"], {
       cwd: dir, encoding: "utf8", input: JSON.stringify([{ role: "user", content: "hello world" }]),
@@ -86,7 +87,7 @@ test("the packed tarball installs into a fresh project and works from ESM and Co
     assert.equal(JSON.parse(report).tokens.total, 9);
     for (const [entry, expression] of Object.entries(call)) {
       writeFileSync(join(dir, `${entry}.mjs`), `import * as ck from "context-keeper/${entry}";\nconst { countTokens, estimateTokens } = ck;\nconsole.log(${expression});\n`);
-      writeFileSync(join(dir, `${entry}.cjs`), `const { countTokens, estimateTokens } = require("context-keeper/${entry}");\nconsole.log(${expression});\n`);
+      writeFileSync(join(dir, `${entry}.cjs`), `const ck = require("context-keeper/${entry}");\nconst { countTokens, estimateTokens } = ck;\nconsole.log(${expression});\n`);
       for (const file of [`${entry}.mjs`, `${entry}.cjs`]) {
         assert.equal(execFileSync(process.execPath, [file], { cwd: dir, encoding: "utf8" }).trim(), expected[entry], file);
       }

@@ -46,7 +46,7 @@ test("errors inside workerd are Error objects that name the input", async () => 
   assert.match(body.error.message, /unknown encoding "r50k_base"; known encodings: o200k_base, cl100k_base/);
 });
 
-test("the subpath entries inside workerd: one encoding each, or the estimator alone", async () => {
+test("the subpath entries inside workerd: one encoding each, the keeper without tables, or the estimator alone", async () => {
   const { body: main } = await ask("");
   const api = Object.keys(await import("context-keeper")).sort();
   for (const [name, text] of [...Object.entries(texts), ["sample", sampleTexts.join("\n")]]) {
@@ -60,11 +60,24 @@ test("the subpath entries inside workerd: one encoding each, or the estimator al
     assert.equal(cl100k.cl100k_base, referenceCount(text, "cl100k_base"), `cl100k ${name}`);
     assert.deepEqual(cl100k.o200k_base.error, { name: "ContextKeeperError", kind: "encoding", message: notBuilt("o200k_base", "o200k"), isError: true });
 
-    const { body: lite } = await ask(text, "lite");
     const { body: full } = await ask(text);
-    assert.deepEqual(lite.exports.filter((name) => !name.startsWith("__")), ["ContextKeeperError", "estimateTokens"]);
-    assert.equal(lite.o200k_base.error.name, "TypeError"); // countTokens is not a function
+    const { body: lite } = await ask(text, "lite");
+    assert.deepEqual(lite.exports, api);
+    assert.deepEqual(lite.o200k_base.error, { name: "ContextKeeperError", kind: "encoding", message: notBuilt("o200k_base", "o200k"), isError: true });
     assert.equal(lite.estimate, full.estimate, `estimate ${name}`);
+    // The estimator counts the text, in gpt-4o's framing (a message 4, the reply's priming 3).
+    assert.deepEqual(lite.messages, { total: full.estimate + 7, exact: false }, `lite ${name}`);
+    // Its keeper: nothing to do within 128k (the result kept as it is), every figure estimated.
+    assert.deepEqual(lite.keeper, { estimated: true, fits: true, offloaded: 0, same: true, readBack: null }, `lite keeper ${name}`);
+
+    const { body: estimate } = await ask(text, "estimate");
+    assert.deepEqual(estimate.exports.filter((name) => !name.startsWith("__")), ["ContextKeeperError", "estimateTokens"]);
+    assert.equal(estimate.o200k_base.error.name, "TypeError"); // countTokens is not a function
+    assert.equal(estimate.estimate, full.estimate, `estimate ${name}`);
   }
   assert.equal(main.estimate, 0);
+  // A result over the offload limit: /lite offloads it into the store and reads it back whole.
+  const log = Array.from({ length: 4_000 }, (_, i) => `line ${i}: GET /api/items/${i * 7} 200 ${i % 97} ms`).join("\n");
+  const { body: big } = await ask(log, "lite");
+  assert.deepEqual(big.keeper, { estimated: true, fits: true, offloaded: 1, same: false, readBack: true });
 });
