@@ -1,5 +1,5 @@
 // The package's one error class. Every export of every entry (the full ones, ./o200k,
-// ./cl100k, ./lite, ./init) throws it, the context layer's driver included; each entry module
+// ./cl100k, ./lite, ./estimate, ./init) throws it, the context layer's driver included; each entry module
 // registers it with its wasm instance as soon as the instance is ready, so errors made in Rust
 // are instances of it too. One module for all entries, so an error of one entry is
 // `instanceof` the class another entry exports. (scripts/build.mjs writes errors.cjs from it for

@@ -165,7 +165,7 @@ for (const entry of entries) {
   mkdirSync(to, { recursive: true });
   // NOTE: the error class (pkg-template/errors.js) and the context layer's driver
   // (pkg-template/context/) are shared by every entry, so the class is one class; an entry built
-  // without the layer (lite) leaves out the driver's lines.
+  // without the layer (estimate) leaves out the driver's lines.
   const context = hasContextLayer(entry);
   for (const file of ENTRY_MODULES) {
     if (!entry.dir && context) continue; // the root entry's modules are pkg-template's own

@@ -139,7 +139,7 @@ function aiSchema(schema) {
 
 /**
  * Binds the driver to one wasm instance's core exports. Returns null for a build without the
- * context layer (the lite entry). The entry module registers the error class with the
+ * context layer (the estimate entry). The entry module registers the error class with the
  * instance (errors.js); the functions reach the instance only when called, so the ./init
  * entry can bind them before its wasm is instantiated.
  */

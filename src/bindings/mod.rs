@@ -2,7 +2,7 @@
 //!
 //! It converts arguments, calls the pure core and turns core errors into `Error` objects. It
 //! holds no logic of its own.
-// NOTE: without the `full` feature (the lite build) only `estimateTokens` is exported, and the
+// NOTE: without the `full` feature (the estimate build) only `estimateTokens` is exported, and the
 // helpers the other exports share go unused.
 #![cfg_attr(not(feature = "full"), allow(dead_code, unused_imports))]
 
