@@ -176,22 +176,15 @@ fn write_encoding(
     // Padding so the reader may always load 4 bytes.
     ranks.extend_from_slice(&[0; 4]);
 
-    let pairs: Vec<&(Vec<u8>, u32)> = tokens.iter().filter(|(t, _)| t.len() == 2).collect();
-    let mut pre = Vec::with_capacity(4 * (ROWS + 1) + 5 * pairs.len());
-    let mut at = 0u32;
-    for b0 in 0..=255u8 {
-        pre.extend_from_slice(&at.to_le_bytes());
-        at += pairs.iter().filter(|(t, _)| t[0] == b0).count() as u32;
-    }
-    pre.extend_from_slice(&at.to_le_bytes());
-    pre.extend(pairs.iter().map(|(t, _)| t[1]));
-    for (_, rank) in &pairs {
-        assert!(
-            *rank >= 256,
-            "{file}: a two-byte token's entry must not be 0"
-        );
-        pre.extend_from_slice(&rank.to_le_bytes());
-    }
+    let pairs: Vec<([u8; 2], u32)> = tokens
+        .iter()
+        .filter_map(|(t, rank)| Some((<[u8; 2]>::try_from(t.as_slice()).ok()?, *rank)))
+        .collect();
+    assert!(
+        pairs.iter().all(|(_, rank)| *rank >= 256),
+        "{file}: a two-byte token's entry must not be 0"
+    );
+    let pre = assemble::two_byte_table(&pairs);
     // Whether every string of one to three ASCII digits is one token, which lets the counter
     // count a run of ASCII digits without looking at it (see `split::Pieces::ascii_digits`).
     let is_token = |t: &[u8]| {

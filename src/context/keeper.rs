@@ -1099,7 +1099,7 @@ impl Prepare {
         // tables) is calibrated: an exact one's estimate is only the framing of tool calls and
         // images, which a ratio would not fix.
         let proxy = (self.options.model.as_deref())
-            .is_some_and(|m| !crate::model::model_info(m).exact || crate::count::ESTIMATOR_ONLY);
+            .is_some_and(|m| !crate::counting::counts_exactly(&crate::model::model_info(m)));
         self.state.keeper.estimated_tokens = (proxy && self.estimated).then_some(self.raw_tokens);
         self.state_changed = true;
     }

@@ -36,7 +36,7 @@ use serde::{Deserialize, Serialize};
 use tsify::Tsify;
 
 use crate::messages::{Conversation, Part, PartKind, PartRef, ResultShape, Role};
-use crate::{estimate_tokens, Encoding};
+use crate::Encoding;
 
 pub use report::{Action, Edit, Failure, Held, Original, Report};
 
@@ -62,10 +62,10 @@ pub enum Outcome {
 }
 
 /// Token figures for edited text: the model's encoding when it is built into this binary, else
-/// the estimator.
+/// the estimator (both through the memo of [`crate::text_counts`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Measure {
-    encoding: Option<Encoding>,
+    encoding: Encoding,
     exact: bool,
 }
 
@@ -80,20 +80,15 @@ impl Measure {
             }
             None => (Encoding::O200kBase, false),
         };
-        let built = encoding.is_built();
         Measure {
-            encoding: built.then_some(encoding),
-            exact: exact && built,
+            encoding,
+            exact: exact && encoding.is_built(),
         }
     }
 
     /// The tokens of `text`.
     pub fn tokens(&self, text: &str) -> u64 {
-        let n = match self.encoding {
-            Some(encoding) => crate::text_counts::tokens(text, encoding),
-            None => estimate_tokens(text),
-        };
-        n as u64
+        crate::text_counts::tokens(text, self.encoding) as u64
     }
 
     /// Whether figures are estimates.

@@ -12,11 +12,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{
-    count_bounded, count_conversation, messages_options, model_info_with, options, setup,
-    CacheStats, CountCache, CountMessagesError, CountMessagesOptions, Counting, Memo, MessageKey,
-    MessagesCount, ModelOverrides, OptionsError, Request, DEFAULT_CAPACITY,
+    count_bounded, count_conversation, counts_exactly, messages_options, model_info_with, options,
+    setup, CacheStats, CountCache, CountMessagesError, CountMessagesOptions, Counting, Memo,
+    MessageKey, MessagesCount, ModelOverrides, OptionsError, Request, DEFAULT_CAPACITY,
 };
-use crate::count::ESTIMATOR_ONLY;
 use crate::messages::{parse_messages_value, Conversation};
 use crate::model::normalize;
 
@@ -183,7 +182,7 @@ impl Counter {
     pub fn ratio_for(&self, conv: &Conversation, options: &CountMessagesOptions) -> Option<f64> {
         let model = Request::read(conv, options).ok()?.model;
         let info = setup(model, conv.format, options).model?;
-        if info.exact && !ESTIMATOR_ONLY {
+        if counts_exactly(&info) {
             return None;
         }
         let key = normalize(&info.name);
@@ -207,7 +206,7 @@ impl Counter {
     ) -> Calibration {
         let info = model_info_with(model, overrides);
         let key = normalize(&info.name);
-        if (info.exact && !ESTIMATOR_ONLY) || estimated == 0 {
+        if counts_exactly(&info) || estimated == 0 {
             return Calibration {
                 model: key,
                 ratio: 1.0,

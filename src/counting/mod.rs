@@ -245,6 +245,13 @@ impl BadTool<'_> {
     }
 }
 
+/// Whether counts for the model of `info` are its own tokenizer's in this build: the registry
+/// says its encoding is its own, and the build has tables to count with ([`ESTIMATOR_ONLY`]).
+/// Only the other models are calibrated.
+pub(crate) fn counts_exactly(info: &ModelInfo) -> bool {
+    info.exact && !ESTIMATOR_ONLY
+}
+
 /// What counting for `model` (or no model) with `options` uses.
 fn setup(model: Option<&str>, format: Format, options: &CountMessagesOptions) -> Setup {
     match model {
@@ -258,7 +265,7 @@ fn setup(model: Option<&str>, format: Format, options: &CountMessagesOptions) ->
                     images: info.images,
                 },
                 provider: info.provider,
-                exact: info.exact && encoding == info.encoding && !ESTIMATOR_ONLY,
+                exact: counts_exactly(&info) && encoding == info.encoding,
                 model: Some(info),
             }
         }

@@ -8,51 +8,9 @@ import assert from "node:assert/strict";
 import { ContextKeeper, ContextKeeperError, validateMessages, countMessages } from "context-keeper";
 import { MemoryStore } from "context-keeper/stores";
 import { FaultyStore } from "context-keeper/testing";
+import { FORMATS, SUMMARY, head, session, turn } from "./agent-session.mjs";
 
 const NOW = "2026-11-25T12:00:00.000Z";
-const SUMMARY = "Intent: fix negative amounts in src/export/csv.rs. Progress: read the export code turn by turn. Next: patch export_row and run cargo test --locked.";
-
-/** One agent turn in `format`: an assistant call of bash and its result (`lines` lines). */
-function turn(format, t, lines = 30) {
-  const id = `call_${t}`;
-  const command = `sed -n ${t * 40},+40p src/export/csv.rs`;
-  const output = Array.from({ length: lines }, (_, l) => `${t}:${l}    let cell = format!("{amount}"); // export_row`).join("\n");
-  if (format === "openai") {
-    return [
-      { role: "assistant", content: `Step ${t}: reading the export.`, tool_calls: [{ id, type: "function", function: { name: "bash", arguments: JSON.stringify({ command }) } }] },
-      { role: "tool", tool_call_id: id, content: output },
-    ];
-  }
-  if (format === "anthropic") {
-    return [
-      { role: "assistant", content: [{ type: "text", text: `Step ${t}: reading the export.` }, { type: "tool_use", id, name: "bash", input: { command } }] },
-      { role: "user", content: [{ type: "tool_result", tool_use_id: id, content: output }] },
-    ];
-  }
-  return [
-    { role: "assistant", content: [{ type: "text", text: `Step ${t}: reading the export.` }, { type: "tool-call", toolCallId: id, toolName: "bash", input: { command } }] },
-    { role: "tool", content: [{ type: "tool-result", toolCallId: id, toolName: "bash", output: { type: "text", value: output } }] },
-  ];
-}
-
-function head(format) {
-  const task = "The CSV export in src/export/csv.rs drops negative amounts. Fix it and run `cargo test --locked`.";
-  if (format === "anthropic") return [{ role: "user", content: task }];
-  return [{ role: "system", content: "You are a coding agent." }, { role: "user", content: task }];
-}
-
-/** A session of `turns` turns; `history(n)` is the first n turns as a fresh array (same objects). */
-function session(format, turns) {
-  const all = [...head(format)];
-  const ends = [];
-  for (let t = 0; t < turns; t++) {
-    all.push(...turn(format, t));
-    ends.push(all.length);
-  }
-  return { all, history: (n) => all.slice(0, ends[n - 1]) };
-}
-
-const FORMATS = ["openai", "anthropic", "aisdk"];
 
 for (const format of FORMATS) {
   test(`a ${format} session of 120 turns stays in budget and valid, recent turns verbatim, prefix moving in steps`, async () => {

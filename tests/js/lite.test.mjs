@@ -13,41 +13,14 @@ import * as lite from "context-keeper/lite";
 import * as estimate from "context-keeper/estimate";
 import { MemoryStore } from "context-keeper/stores";
 import { sampleTexts, texts } from "./reference.mjs";
+import { FORMATS, SUMMARY, session } from "./agent-session.mjs";
+import { makeOutput, readAll } from "./tool-output.mjs";
 
 const require = createRequire(import.meta.url);
 const NOW = "2026-11-27T12:00:00.000Z";
-const SUMMARY = "Intent: fix negative amounts in src/export/csv.rs. Progress: read the export code turn by turn. Next: patch export_row.";
 
-/** One agent turn in `format`: a bash call and its result of `lines` lines. */
-function turn(format, t, lines = 30) {
-  const id = `call_${t}`;
-  const command = `sed -n ${t * 40},+40p src/export/csv.rs`;
-  const output = Array.from({ length: lines }, (_, l) => `${t}:${l}    let cell = format!("{amount}"); // export_row`).join("\n");
-  if (format === "openai") {
-    return [
-      { role: "assistant", content: `Step ${t}: reading the export.`, tool_calls: [{ id, type: "function", function: { name: "bash", arguments: JSON.stringify({ command }) } }] },
-      { role: "tool", tool_call_id: id, content: output },
-    ];
-  }
-  if (format === "anthropic") {
-    return [
-      { role: "assistant", content: [{ type: "text", text: `Step ${t}: reading the export.` }, { type: "tool_use", id, name: "bash", input: { command } }] },
-      { role: "user", content: [{ type: "tool_result", tool_use_id: id, content: output }] },
-    ];
-  }
-  return [
-    { role: "assistant", content: [{ type: "text", text: `Step ${t}: reading the export.` }, { type: "tool-call", toolCallId: id, toolName: "bash", input: { command } }] },
-    { role: "tool", content: [{ type: "tool-result", toolCallId: id, toolName: "bash", output: { type: "text", value: output } }] },
-  ];
-}
-
-function history(format, turns) {
-  const task = "The CSV export in src/export/csv.rs drops negative amounts. Fix it.";
-  const head = format === "anthropic" ? [{ role: "user", content: task }] : [{ role: "system", content: "You are a coding agent." }, { role: "user", content: task }];
-  return [...head, ...Array.from({ length: turns }, (_, t) => turn(format, t)).flat()];
-}
-
-const FORMATS = ["openai", "anthropic", "aisdk"];
+/** The head of the scripted session and its first `turns` turns. */
+const history = (format, turns) => session(format, turns).all;
 
 test("context-keeper/lite has the main entry's API, through import and require alike", () => {
   assert.deepEqual(Object.keys(lite).sort(), Object.keys(main).sort());
@@ -111,8 +84,9 @@ for (const format of FORMATS) {
   test(`the lite keeper keeps a ${format} session of 100 turns in budget, valid, the latest turn verbatim`, async () => {
     const keeper = new lite.ContextKeeper({ model: "gpt-4o", contextWindow: 12_000, store: new MemoryStore(), summarize: () => SUMMARY });
     let compactions = 0;
+    const turns = session(format, 100);
     for (let n = 1; n <= 100; n++) {
-      const input = history(format, n);
+      const input = turns.history(n);
       const { messages, report } = await keeper.prepare(input, { sessionId: "s", now: NOW });
       assert.ok(report.fits, `turn ${n}: ${report.overBudget}`);
       assert.equal(report.estimated, true, "every figure is an estimate");
@@ -130,7 +104,7 @@ for (const format of FORMATS) {
 test("the lite keeper offloads a huge result and reads it back byte for byte; usage calibrates gpt-4o", async () => {
   const store = new MemoryStore();
   const keeper = new lite.ContextKeeper({ model: "gpt-4o", contextWindow: 128_000, store });
-  const huge = Array.from({ length: 6000 }, (_, i) => `row ${i}: ${i * 7} ${i * 13} ok`).join("\n");
+  const huge = makeOutput(6_000);
   const input = [...history("openai", 1),
     { role: "assistant", content: null, tool_calls: [{ id: "call_big", type: "function", function: { name: "bash", arguments: "{\"command\":\"cat data.csv\"}" } }] },
     { role: "tool", tool_call_id: "call_big", content: huge }];
@@ -138,13 +112,7 @@ test("the lite keeper offloads a huge result and reads it back byte for byte; us
   assert.equal(first.report.offloaded.length, 1);
   assert.match(first.messages.at(-1).content, /read_offloaded/);
   const id = first.report.offloaded[0].original.id;
-  const lines = [];
-  for (let offset = 1; offset !== null;) {
-    const read = await lite.readOffloaded(id, { store, sessionId: "big", offset, limit: 2_000, lineChars: 1_000 });
-    lines.push(read.text);
-    offset = read.nextOffset;
-  }
-  assert.equal(lines.join("\n"), huge);
+  assert.equal((await readAll(lite, id, { store, sessionId: "big" })).text, huge);
   // The provider read 20% more than estimated: the next prepare of the session counts that way.
   const read = Math.round(first.report.tokensAfter * 1.2);
   const usage = await keeper.recordUsage("big", { prompt_tokens: read, completion_tokens: 10 });

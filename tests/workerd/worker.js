@@ -6,6 +6,7 @@ import * as cl100k from "context-keeper/cl100k";
 import * as lite from "context-keeper/lite";
 import * as estimate from "context-keeper/estimate";
 import { MemoryStore } from "context-keeper/stores";
+import { readAll } from "../js/tool-output.mjs";
 import { handleStores } from "./stores.js";
 
 export { SqliteSuite, KvBackedSuite } from "./stores.js";
@@ -46,16 +47,7 @@ async function prepared(entry, text) {
   ];
   const { messages, report } = await keeper.prepare(history, { sessionId: "w" });
   const offloaded = report.offloaded.map(({ original }) => original.id);
-  let read = null;
-  if (offloaded.length) {
-    const pages = [];
-    for (let offset = 1; offset !== null;) {
-      const page = await entry.readOffloaded(offloaded[0], { store, sessionId: "w", offset, limit: 2_000, lineChars: 100_000 });
-      pages.push(page.text);
-      offset = page.nextOffset;
-    }
-    read = pages.join("\n");
-  }
+  const read = offloaded.length ? (await readAll(entry, offloaded[0], { store, sessionId: "w" })).text : null;
   keeper.free();
   return { messages: { total, exact }, keeper: { estimated: report.estimated, fits: report.fits, offloaded: offloaded.length, same: messages[2].content === text, readBack: read === null ? null : read === text } };
 }

@@ -4,6 +4,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { referenceCount, texts, sampleTexts } from "../js/reference.mjs";
+import { makeOutput } from "../js/tool-output.mjs";
 import { startWrangler } from "./wrangler.mjs";
 
 let wrangler, base;
@@ -77,7 +78,7 @@ test("the subpath entries inside workerd: one encoding each, the keeper without 
   }
   assert.equal(main.estimate, 0);
   // A result over the offload limit: /lite offloads it into the store and reads it back whole.
-  const log = Array.from({ length: 4_000 }, (_, i) => `line ${i}: GET /api/items/${i * 7} 200 ${i % 97} ms`).join("\n");
+  const log = makeOutput(4_000);
   const { body: big } = await ask(log, "lite");
   assert.deepEqual(big.keeper, { estimated: true, fits: true, offloaded: 1, same: false, readBack: true });
 });

@@ -37,6 +37,31 @@ pub(crate) fn pack_bits(values: impl IntoIterator<Item = u32>, bits: u32, out: &
     }
 }
 
+/// The two-byte tokens' table (`.pre`, layout.rs) of `tokens`, each its bytes and its rank,
+/// sorted by bytes: where each first byte's tokens start, then their second bytes, then their
+/// ranks.
+// NOTE: build.rs's and `pairs.rs`'s (a build with the cl100k delta alone copies `.pre`).
+#[allow(dead_code)]
+pub(crate) fn two_byte_table(tokens: &[([u8; 2], u32)]) -> Vec<u8> {
+    let mut starts = [0u32; ROWS + 1];
+    for ([first, _], _) in tokens {
+        if let Some(next) = starts.get_mut(usize::from(*first) + 1) {
+            *next += 1;
+        }
+    }
+    for row in 1..starts.len() {
+        let before = starts.get(row - 1).copied().unwrap_or(0);
+        if let Some(start) = starts.get_mut(row) {
+            *start += before;
+        }
+    }
+    let mut pre = Vec::with_capacity(4 * (ROWS + 1) + 5 * tokens.len());
+    pre.extend(starts.iter().flat_map(|start| start.to_le_bytes()));
+    pre.extend(tokens.iter().map(|([_, second], _)| *second));
+    pre.extend(tokens.iter().flat_map(|(_, rank)| rank.to_le_bytes()));
+    pre
+}
+
 /// Tokens of three bytes or more, front-coded (`.head` and `.tok`), and their groups, as they
 /// are pushed.
 #[derive(Debug, Default)]

@@ -19,7 +19,7 @@
 // low bits follow raw. Symbols are rANS-coded (32-bit state, byte output) with frequencies in
 // `SCALE_BITS`; raw bits are a stream of their own.
 
-use super::assemble::{common_prefix, pack_bits, Assembler, Given};
+use super::assemble::{common_prefix, pack_bits, two_byte_table, Assembler, Given};
 use super::layout::{Header, PAIRS_MAGIC, PAIRS_PARTS, PAIR_BITS, ROWS};
 
 /// The longest token the tables hold.
@@ -736,7 +736,8 @@ pub(crate) fn tables(file: &[u8], id: u64) -> Result<Vec<u8>, String> {
         }
     };
 
-    // The two-byte tokens by first byte (`.pre`), each as its bytes above its rank.
+    // The two-byte tokens by first byte (`.pre`), sorted by their bytes.
+    // NOTE: sorted as u64 (bytes above rank), as `lexicographic` sorts: one sort in the binary.
     let mut two: Vec<u64> = (0..n)
         .filter_map(|rank| match token(rank) {
             &[a, b] => Some(u64::from(u16::from_be_bytes([a, b])) << 32 | rank as u64),
@@ -744,21 +745,11 @@ pub(crate) fn tables(file: &[u8], id: u64) -> Result<Vec<u8>, String> {
         })
         .collect();
     two.sort_unstable();
-    let mut pre = Vec::with_capacity(4 * (ROWS + 1) + 5 * two.len());
-    let mut at = 0usize;
-    for b0 in 0..=u8::MAX {
-        pre.extend_from_slice(&(at as u32).to_le_bytes());
-        at += two
-            .iter()
-            .skip(at)
-            .take_while(|&&t| (t >> 40) as u8 == b0)
-            .count();
-    }
-    pre.extend_from_slice(&(at as u32).to_le_bytes());
-    pre.extend(two.iter().map(|&t| (t >> 32) as u8));
-    for &t in &two {
-        pre.extend_from_slice(&(t as u32).to_le_bytes());
-    }
+    let two: Vec<([u8; 2], u32)> = two
+        .iter()
+        .map(|&t| (((t >> 32) as u16).to_be_bytes(), t as u32))
+        .collect();
+    let pre = two_byte_table(&two);
 
     // The tokens of three bytes or more in lexicographic order, front-coded, and their ranks.
     let long = lexicographic(&token, n as u32);
