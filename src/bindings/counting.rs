@@ -169,6 +169,11 @@ export interface MessagesCount {
    */
   exact: boolean;
   calibrated: boolean;
+  /**
+   * The tokenizer counted with: the model's own when `exact`, else the public one closest to
+   * it. `context-keeper/lite` holds no tokenizer: there it names the one the other entries
+   * would count with, and every text is `estimateTokens`'s estimate (of o200k_base) instead.
+   */
   encoding: EncodingName;
   format: MessageFormat;
   /** The model counted for, when one was named. */
