@@ -1,6 +1,10 @@
 //! context-keeper keeps an LLM conversation inside its model's context window without losing
-//! anything: exact token counts (o200k_base, cl100k_base), a table-free estimator, and (in later
-//! modules) pruning, offloading and compaction.
+//! anything: exact token counts (o200k_base, cl100k_base) and a table-free estimator
+//! ([`count`], [`counting`]), the model registry ([`model`]), the message model that reads,
+//! validates and repairs OpenAI, Anthropic and AI SDK conversations ([`messages`]), and the
+//! context layer that offloads, prunes, evicts and compacts, with the keeper that runs them
+//! all ([`context`]). [`options`] reads any of their options from JSON, naming the field at
+//! fault.
 //!
 //! The crate is split by target. Every module here except [`bindings`] is pure Rust that knows
 //! nothing of JavaScript and is tested on the host with `cargo test`. The `bindings` module is
@@ -34,6 +38,7 @@ pub mod count;
 pub mod counting;
 pub mod messages;
 pub mod model;
+pub mod options;
 mod sort;
 mod text_counts;
 

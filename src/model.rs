@@ -64,7 +64,12 @@ impl Framing {
 }
 
 /// How a provider charges an image in tokens.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+///
+/// Its JSON form is an object tagged by `rule` (`{ "rule": "tiles", "base": 85, "perTile": 170
+/// }`). It is read by [`ImageRule::from_json`], which names the field at fault, and not by a
+/// derived `Deserialize`: serde reads an internally tagged enum through a buffer of its own,
+/// code that nothing else in the crate needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(tag = "rule", rename_all = "camelCase")]
 pub enum ImageRule {
     /// OpenAI's tiles (GPT-4o, GPT-4.1, GPT-4.5, GPT-5 and 5.1, o1, o3): fit in 2048x2048,
@@ -148,17 +153,131 @@ impl Serialize for Multiplier {
     }
 }
 
+impl Multiplier {
+    /// What a multiplier must be.
+    const EXPECTED: &'static str = "a multiplier between 0 and 10000 tokens per patch";
+
+    /// Tokens per patch, to the hundredth; `None` outside 0..=10000 (or NaN).
+    pub fn from_tokens(tokens: f64) -> Option<Multiplier> {
+        let hundredths = (tokens * 100.0).round();
+        // NOTE: in range, so the cast is exact.
+        (0.0..=1_000_000.0)
+            .contains(&hundredths)
+            .then_some(Multiplier(hundredths as u32))
+    }
+}
+
 impl<'de> Deserialize<'de> for Multiplier {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let value = f64::deserialize(deserializer)?;
-        let hundredths = (value * 100.0).round();
-        if !(0.0..=1_000_000.0).contains(&hundredths) {
-            return Err(serde::de::Error::custom(
-                "a multiplier between 0 and 10000 tokens per patch",
-            ));
+        Multiplier::from_tokens(f64::deserialize(deserializer)?)
+            .ok_or_else(|| serde::de::Error::custom(Multiplier::EXPECTED))
+    }
+}
+
+/// Why a JSON value is not an [`ImageRule`]: the field at fault and what it must hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ImageRuleError {
+    /// The field (`base`, `perTile`, `rule`...), or `""` when the value is not an object.
+    pub field: &'static str,
+    /// What the field must hold.
+    pub expected: &'static str,
+    /// The field has the right type and a value not allowed: an unknown rule, a multiplier
+    /// out of range.
+    pub out_of_range: bool,
+}
+
+impl std::fmt::Display for ImageRuleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.field {
+            "" => write!(f, "expected {}", self.expected),
+            field => write!(f, "{field}: expected {}", self.expected),
         }
-        // NOTE: in range, so the cast is exact.
-        Ok(Multiplier(hundredths as u32))
+    }
+}
+
+impl std::error::Error for ImageRuleError {}
+
+impl ImageRule {
+    /// Every rule's JSON form, as an error names it.
+    pub const SHAPES: &'static str = "{ rule: \"tiles\", base, perTile } | { rule: \"patches\", size, maxPatches, maxSide?, multiplier } | { rule: \"crops\", perTile } | { rule: \"area\", divisor, maxSide } | { rule: \"flat\", tokens }";
+
+    /// Reads a rule from its JSON form, as `Serialize` writes it. A `null` field is an absent
+    /// one; fields the rule does not have are ignored.
+    ///
+    /// # Errors
+    /// The first field at fault: a value that is not an object, a missing or unknown `rule`,
+    /// a missing field, a number that is not a whole `u32`, a multiplier outside 0..=10000.
+    pub fn from_json(value: &serde_json::Value) -> Result<ImageRule, ImageRuleError> {
+        const TOKENS: &str = "a whole number of tokens";
+        const PIXELS: &str = "a whole number of pixels";
+        const RULES: &str = "\"tiles\", \"patches\", \"crops\", \"area\" or \"flat\"";
+        let wrong = |field, expected| ImageRuleError {
+            field,
+            expected,
+            out_of_range: false,
+        };
+        let serde_json::Value::Object(obj) = value else {
+            return Err(wrong("", ImageRule::SHAPES));
+        };
+        let get = |field: &str| obj.get(field).filter(|v| !v.is_null());
+        let whole = |field, expected| match get(field) {
+            None => Ok(None),
+            Some(v) => v
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .map(Some)
+                .ok_or(wrong(field, expected)),
+        };
+        let need = |field, expected| whole(field, expected)?.ok_or(wrong(field, expected));
+        let Some(serde_json::Value::String(rule)) = get("rule") else {
+            return Err(wrong("rule", RULES));
+        };
+        Ok(match rule.as_str() {
+            "tiles" => ImageRule::Tiles {
+                base: need("base", TOKENS)?,
+                per_tile: need("perTile", TOKENS)?,
+            },
+            "patches" => ImageRule::Patches {
+                size: need("size", PIXELS)?,
+                max_patches: need("maxPatches", "a whole number of patches")?,
+                max_side: whole("maxSide", PIXELS)?,
+                multiplier: match get("multiplier") {
+                    None => Multiplier::ONE,
+                    Some(v) => v
+                        .as_f64()
+                        .ok_or(wrong("multiplier", Multiplier::EXPECTED))
+                        .and_then(|tokens| {
+                            Multiplier::from_tokens(tokens).ok_or(ImageRuleError {
+                                out_of_range: true,
+                                ..wrong("multiplier", Multiplier::EXPECTED)
+                            })
+                        })?,
+                },
+            },
+            "crops" => ImageRule::Crops {
+                per_tile: need("perTile", TOKENS)?,
+            },
+            "area" => ImageRule::Area {
+                divisor: need("divisor", "a whole number of pixels per token")?,
+                max_side: need("maxSide", PIXELS)?,
+            },
+            "flat" => ImageRule::Flat {
+                tokens: need("tokens", TOKENS)?,
+            },
+            _ => {
+                return Err(ImageRuleError {
+                    out_of_range: true,
+                    ..wrong("rule", RULES)
+                })
+            }
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for ImageRule {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        ImageRule::from_json(&serde_json::Value::deserialize(deserializer)?)
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -822,6 +941,61 @@ pub fn resolve_encoding(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn image_rules_read_back_what_they_write_and_name_the_field_at_fault() {
+        let mut rules: Vec<ImageRule> = MODELS.iter().map(|e| e.images).collect();
+        rules.extend([
+            ImageRule::Area {
+                divisor: 750,
+                max_side: 1568,
+            },
+            ImageRule::Flat { tokens: 1_120 },
+            ImageRule::Patches {
+                size: 14,
+                max_patches: 6_000,
+                max_side: None,
+                multiplier: Multiplier(50),
+            },
+        ]);
+        for rule in rules {
+            let json = serde_json::to_value(rule).unwrap();
+            assert_eq!(ImageRule::from_json(&json), Ok(rule), "{json}");
+            assert_eq!(serde_json::from_value::<ImageRule>(json).unwrap(), rule);
+        }
+        let err = |v: serde_json::Value| ImageRule::from_json(&v).unwrap_err();
+        let e = err(json!({"rule": "tiles", "base": 85, "perTile": "170"}));
+        assert_eq!((e.field, e.out_of_range), ("perTile", false));
+        assert_eq!(e.to_string(), "perTile: expected a whole number of tokens");
+        assert_eq!(err(json!({"rule": "tiles", "base": 85})).field, "perTile");
+        assert_eq!(
+            err(json!({"rule": "crops", "perTile": -1})).field,
+            "perTile"
+        );
+        assert_eq!(err(json!({"rule": "flat", "tokens": 1.5})).field, "tokens");
+        assert_eq!(
+            err(json!({"rule": "area", "divisor": 750})).field,
+            "maxSide"
+        );
+        let e = err(json!({"rule": "patches", "size": 14, "maxPatches": 9, "multiplier": -1}));
+        assert_eq!((e.field, e.out_of_range), ("multiplier", true));
+        let e = err(json!({"rule": "patches", "size": 14, "maxPatches": 9, "multiplier": "2"}));
+        assert_eq!((e.field, e.out_of_range), ("multiplier", false));
+        let e = err(json!({"rule": "tilez"}));
+        assert_eq!((e.field, e.out_of_range), ("rule", true));
+        assert_eq!(err(json!({"base": 85})).field, "rule");
+        assert_eq!(err(json!([1])).field, "");
+        // Null is absent; fields of other rules are ignored.
+        assert_eq!(
+            ImageRule::from_json(&json!({"rule": "flat", "tokens": 9, "maxSide": null, "x": 1})),
+            Ok(ImageRule::Flat { tokens: 9 })
+        );
+        let message = serde_json::from_value::<ImageRule>(json!({"rule": "crops"}))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(message, "perTile: expected a whole number of tokens");
+    }
 
     #[test]
     fn longest_prefix_wins_at_a_boundary() {

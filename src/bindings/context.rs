@@ -15,7 +15,7 @@ use super::error::ContextError;
 use super::messages::{message_list, write_back};
 use super::{enter, type_name, walk, CONVERSATION};
 use crate::context::compact::{self, CompactOptions, CompactPlan, SummaryOutcome, SummaryRequest};
-use crate::context::flush::FlushOutcome;
+use crate::context::flush::{FlushOptions, FlushOutcome};
 use crate::context::offload::{self, OffloadOptions, OffloadPlan, ResultPlan};
 use crate::context::recovery::{self, GrepOptions, Pattern, RecordHeader};
 use crate::context::rolling::{self, RollingOptions, RollingPlan, RollingState};
@@ -64,16 +64,28 @@ pub(super) fn read_options<T: DeserializeOwned + Default>(
             ))
         }
     };
-    let options = serde_path_to_error::deserialize(value).map_err(|err| {
-        let path = err.path().to_string();
-        let path = if path == "." {
-            "options".to_owned()
-        } else {
-            format!("options.{path}")
+    let options = crate::options::from_value(value).map_err(|err| {
+        let path = match err.path.as_str() {
+            "" => "options".to_owned(),
+            path => format!("options.{path}"),
         };
-        ContextError::options(path, err.into_inner().to_string())
+        ContextError::options(path, err.message)
     })?;
     Ok((format, options))
+}
+
+/// The flush's figures (`reserveTokens`, `flushMargin`), which a negative number would
+/// otherwise turn into 0 without an error naming the field.
+pub(super) fn check_flush_figures(flush: &FlushOptions) -> Result<(), ContextError> {
+    match flush.invalid_figure() {
+        None => Ok(()),
+        Some((name, value)) => Err(ContextError::options(
+            format!("options.{name}"),
+            format!(
+                "expected 0, a share of the window (below 1) or tokens (from 1), found {value}"
+            ),
+        )),
+    }
 }
 
 /// The conversation argument, read whole and parsed.
@@ -614,6 +626,7 @@ pub fn plan_compact(
 ) -> Result<CompactPlanJs, ContextError> {
     enter();
     let (format, options): (_, CompactOptions) = read_options(&options, true)?;
+    check_flush_figures(&options.flush_options)?;
     if options.session_id.is_empty() {
         return Err(ContextError::options(
             "options.sessionId",

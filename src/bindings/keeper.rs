@@ -11,8 +11,9 @@ use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
 use super::context::{
-    already_applied, archive_save_js, count_error, flush_outcome, messages_out, outcome_of,
-    read_conversation, read_options, save_to_js, set, summary_outcome, summary_request_js, to_js,
+    already_applied, archive_save_js, check_flush_figures, count_error, flush_outcome,
+    messages_out, outcome_of, read_conversation, read_options, save_to_js, set, summary_outcome,
+    summary_request_js, to_js,
 };
 use super::error::ContextError;
 use super::list::{self, Found};
@@ -70,7 +71,7 @@ fn check_figures(options: &KeeperOptions) -> Result<(), ContextError> {
             ));
         }
     }
-    Ok(())
+    check_flush_figures(&options.flush)
 }
 
 #[wasm_bindgen(js_class = __CkKeeper)]

@@ -67,6 +67,17 @@ impl Default for FlushOptions {
 }
 
 impl FlushOptions {
+    /// The first of the figures (by JSON name) that is neither 0, nor tokens (from 1), nor a
+    /// share of the window (below 1): a negative number or NaN, which [`resolve`] reads as 0.
+    pub fn invalid_figure(&self) -> Option<(&'static str, f64)> {
+        [
+            ("reserveTokens", self.reserve_tokens),
+            ("flushMargin", self.flush_margin),
+        ]
+        .into_iter()
+        .find(|(_, value)| value.is_nan() || *value < 0.0)
+    }
+
     /// The count from which the flush runs, for a window.
     pub fn threshold(&self, window: u64) -> u64 {
         window

@@ -240,6 +240,28 @@ fn count(obj: &Map<String, Value>, key: &str, path: &str) -> Result<Option<u32>,
     }
 }
 
+/// A caller's image rule, its errors naming the field: `options.models["x"].images.perTile`.
+fn read_image_rule(value: &Value, path: &str) -> Result<ImageRule, OptionsError> {
+    ImageRule::from_json(value).map_err(|err| {
+        let found = match err.field {
+            "" => Some(value),
+            field => value.get(field),
+        };
+        let path = match err.field {
+            "" => path.to_owned(),
+            field => format!("{path}.{field}"),
+        };
+        match (err.out_of_range, found) {
+            (true, Some(found)) => OptionsError::OutOfRange {
+                path,
+                expected: err.expected,
+                found: found.to_string(),
+            },
+            _ => wrong(path, err.expected, found),
+        }
+    })
+}
+
 pub(crate) fn encoding(name: &str, path: &str) -> Result<Encoding, OptionsError> {
     name.parse()
         .map_err(|UnknownEncoding { name }| OptionsError::UnknownName {
@@ -353,13 +375,7 @@ pub(crate) fn read_models(options: &Map<String, Value>) -> Result<ModelOverrides
         }
         let images = match field(entry, "images") {
             None => None,
-            Some(v) => Some(serde_json::from_value::<ImageRule>(v.clone()).map_err(|_| {
-                wrong(
-                    format!("{path}.images"),
-                    "{ rule: \"tiles\", base, perTile } | { rule: \"patches\", size, maxPatches, maxSide?, multiplier } | { rule: \"crops\", perTile } | { rule: \"area\", divisor, maxSide } | { rule: \"flat\", tokens }",
-                    Some(v),
-                )
-            })?),
+            Some(v) => Some(read_image_rule(v, &format!("{path}.images"))?),
         };
         let entry = ModelOverride {
             provider,

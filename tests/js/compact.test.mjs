@@ -325,7 +325,7 @@ test("bad options are ContextKeeperErrors naming the option", async () => {
     [{ store, sessionId: "s", summarize: "yes" }, "options.summarize"],
     [{ store, sessionId: "s", keepRecentTurns: -1 }, "options.keepRecentTurns"],
     [{ store, sessionId: "s", keepRecentTurns: 0 }, "options.keepRecentTurns"],
-    [{ store, sessionId: "s", nope: 1 }, "options"],
+    [{ store, sessionId: "s", nope: 1 }, "options.nope"],
     [{ store, sessionId: "s", now: {} }, "options.now"],
     [{ store, sessionId: "s", timeoutMs: 0 }, "options.timeoutMs"],
   ];

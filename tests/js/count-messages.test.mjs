@@ -408,6 +408,24 @@ test("images are priced by the model's own rule, and a caller's rule crosses the
     () => modelInfo("x", { models: { x: { images: { rule: "patches", size: 14, maxPatches: 10, multiplier: -1 } } } }),
     (e) => e instanceof ContextKeeperError && /options\.models\["x"\]\.images/.test(e.message),
   );
+  // Each error names the field of the rule at fault and what it must hold.
+  const ruleError = (images) => {
+    try {
+      modelInfo("x", { models: { x: { images } } });
+    } catch (e) {
+      assert.ok(e instanceof ContextKeeperError, String(e));
+      return e.message;
+    }
+    assert.fail(`accepted ${JSON.stringify(images)}`);
+  };
+  assert.equal(
+    ruleError({ rule: "patches", size: 14, maxPatches: 10, multiplier: -1 }),
+    'options.models["x"].images.multiplier: expected a multiplier between 0 and 10000 tokens per patch, found -1',
+  );
+  assert.equal(ruleError({ rule: "tiles", base: 85 }), 'options.models["x"].images.perTile: expected a whole number of tokens, found nothing');
+  assert.equal(ruleError({ rule: "tiles", base: 85, perTile: "170" }), 'options.models["x"].images.perTile: expected a whole number of tokens, found a string');
+  assert.equal(ruleError({ rule: "tilez" }), 'options.models["x"].images.rule: expected "tiles", "patches", "crops", "area" or "flat", found "tilez"');
+  assert.match(ruleError(7), /^options\.models\["x"\]\.images: expected \{ rule: "tiles", base, perTile \} \| .*, found a number$/);
 });
 
 test("model names resolve as hosts and routers write them", () => {

@@ -191,6 +191,11 @@ const LIMITS = [
   ["ContextKeeper thresholds.compactTarget", (v) => new ContextKeeper({ model: "gpt-4o", store, thresholds: { compactTarget: v } }), "options.thresholds.compactTarget", ["1.5"]],
   ["ContextKeeper offload.limitTokens", (v) => new ContextKeeper({ model: "gpt-4o", store, offload: { limitTokens: v } }), "options.offload.limitTokens"],
   ["ContextKeeper timeoutMs", (v) => new ContextKeeper({ model: "gpt-4o", store, timeoutMs: v }), "options.timeoutMs", ["Infinity", "1.5"]],
+  // The flush's figures sit among the keeper's and the compaction's own options.
+  ["ContextKeeper reserveTokens", (v) => new ContextKeeper({ model: "gpt-4o", store, reserveTokens: v }), "options.reserveTokens", ["1.5"]],
+  ["ContextKeeper flushMargin", (v) => new ContextKeeper({ model: "gpt-4o", store, flushMargin: v }), "options.flushMargin", ["1.5"]],
+  ["compact reserveTokens", (v) => compact(agent(3), { ...session, reserveTokens: v }), "options.reserveTokens", ["1.5"]],
+  ["compact flushMargin", (v) => compact(agent(3), { ...session, flushMargin: v }), "options.flushMargin", ["1.5"]],
   ["calibrate inputTokens", (v) => calibrate({ model: "claude-sonnet-4-5", messages: SMALL, inputTokens: v }), "usage.inputTokens"],
   ["modelInfo models[].contextWindow", (v) => modelInfo("mine", { models: { mine: { contextWindow: v } } }), /^options\.models(\.mine|\["mine"\])\.contextWindow$/],
 ];

@@ -221,7 +221,7 @@ test("bad options are ContextKeeperErrors naming the option", async () => {
     [{ store, sessionId: "s", keepIterations: 0 }, "options.keepIterations"],
     [{ store, sessionId: "s", resummarizeEvery: 0 }, "options.resummarizeEvery"],
     [{ store, sessionId: "s", budget: "lots" }, "options.budget"],
-    [{ store, sessionId: "s", budget: { recnet: 5 } }, "options.budget"],
+    [{ store, sessionId: "s", budget: { recnet: 5 } }, "options.budget.recnet"],
     [{ store, sessionId: "s", summarize: "no" }, "options.summarize"],
     [{ store, sessionId: "s", keepIterationz: 2 }, "options.keepIterationz"],
   ];
