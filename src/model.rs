@@ -65,10 +65,10 @@ impl Framing {
 
 /// How a provider charges an image in tokens.
 ///
-/// Its JSON form is an object tagged by `rule` (`{ "rule": "tiles", "base": 85, "perTile": 170
-/// }`). It is read by [`ImageRule::from_json`], which names the field at fault, and not by a
-/// derived `Deserialize`: serde reads an internally tagged enum through a buffer of its own,
-/// code that nothing else in the crate needs.
+/// Its JSON form is an object tagged by `rule`: `{ "rule": "tiles", "base": 85, "perTile": 170 }`.
+/// It is read by [`ImageRule::from_json`], which names the field at fault, and not by a derived
+/// `Deserialize`: serde reads an internally tagged enum through a buffer of its own, code that
+/// nothing else in the crate needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(tag = "rule", rename_all = "camelCase")]
 pub enum ImageRule {

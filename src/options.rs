@@ -57,7 +57,10 @@ pub fn from_value<T: DeserializeOwned>(value: Value) -> Result<T, PathError> {
         Ok(options) => return Ok(options),
         Err(err) => err.to_string(),
     };
-    let fails_alike = |probe: Option<Value>| matches!(probe.map(T::deserialize), Some(Err(err)) if err.to_string() == message);
+    let fails_alike = |probe: Option<Value>| match probe.map(T::deserialize) {
+        Some(Err(err)) => err.to_string() == message,
+        _ => false,
+    };
     let mut path: Vec<Step> = Vec::new();
     'down: loop {
         let (steps, empty): (Vec<Step>, Value) = match at(&whole, &path) {
@@ -142,6 +145,8 @@ fn render(path: &[Step]) -> String {
 // NOTE: proptest is a host-only dev-dependency.
 #[cfg(all(test, not(target_arch = "wasm32")))]
 mod tests {
+    use proptest::prelude::any;
+    use proptest::sample::{subsequence, Index};
     use serde_json::json;
 
     use super::*;
@@ -254,9 +259,9 @@ mod tests {
         /// whatever the others and their order.
         #[test]
         fn the_bad_field_is_the_one_named(
-            picked in proptest::sample::subsequence((0..FIELDS.len()).collect::<Vec<_>>(), 1..FIELDS.len()),
-            bad in proptest::prelude::any::<proptest::sample::Index>(),
-            reversed in proptest::prelude::any::<bool>(),
+            picked in subsequence((0..FIELDS.len()).collect::<Vec<_>>(), 1..FIELDS.len()),
+            bad in any::<Index>(),
+            reversed in any::<bool>(),
         ) {
             let mut picked = picked;
             if reversed {
