@@ -23,14 +23,22 @@ pub fn check(data: &[u8]) {
         return;
     };
     let messages = input.get("messages").cloned().unwrap_or(Value::Null);
-    let Ok(options) = serde_json::from_value::<KeeperOptions>(
-        input
-            .get("options")
-            .cloned()
-            .unwrap_or_else(|| serde_json::json!({"contextWindow": 2000})),
-    ) else {
+    let options = input
+        .get("options")
+        .cloned()
+        .unwrap_or_else(|| serde_json::json!({"contextWindow": 2000}));
+    // The options as the package reads them (a search for the field at fault on an error):
+    // the same options as serde's, or an error where serde has one.
+    let read = context_keeper::options::from_value::<KeeperOptions>(options.clone());
+    let Ok(options) = serde_json::from_value::<KeeperOptions>(options) else {
+        assert!(read.is_err(), "options serde refuses were read");
         return;
     };
+    assert_eq!(
+        read.ok().as_ref(),
+        Some(&options),
+        "options read otherwise than serde"
+    );
     let state = input
         .get("state")
         .cloned()
