@@ -13,9 +13,16 @@
 //! someone crafting colliding messages; the worst such a collision can do is a wrong count.
 //!
 //! What is hashed is specified too: the rules as their JSON (`Rules`' serde form); a message
-//! as its format's name, `|`, its role's name, `|`, its skeleton's JSON, then for each part
-//! its kind's number (one byte) and its JSON; a cache key as the rules' hash then the
-//! message's hash, each 8 bytes little-endian.
+//! as its format's name, `|`, its role's name, `|`, its skeleton's bytes, then for each part
+//! its kind's number (one byte) and its bytes; a cache key as the rules' hash then the
+//! message's hash, each 8 bytes little-endian. A JSON value's bytes are a tag and what it
+//! holds, lengths and numbers 8 bytes little-endian: `n` null, `t` true, `f` false; a number
+//! as `u` and a `u64`, else `i` and an `i64`, else `d` and an `f64`'s bits; `s`, the length in
+//! bytes and the UTF-8 of a string; `[`, the length and each item of an array; `{`, the length
+//! and each key (as a string) and value of an object, in order. Every value's bytes end where
+//! its tag and lengths say, so two values with the same bytes are the same value. Strings are
+//! copied as they are: a message keyed as its JSON text had every byte of every text escaped
+//! one by one, the larger part of a keeper's turn when it reads a long history anew.
 //!
 //! The cache is bounded: two generations of at most `capacity / 2` entries each. A full
 //! current generation becomes the previous one and the old previous one is dropped, so the
@@ -24,6 +31,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+use serde_json::Value;
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::tally::{Rules, Tally};
@@ -161,11 +169,10 @@ impl Keyer {
         buf.push(b'|');
         buf.extend_from_slice(message.role().name().as_bytes());
         buf.push(b'|');
-        // NOTE: writing into a Vec cannot fail; the results are ignored rather than unwrapped.
-        serde_json::to_writer(&mut *buf, &message.skeleton).unwrap_or_default();
+        write_object(buf, &message.skeleton);
         for part in message.parts() {
             buf.push(part.kind() as u8);
-            serde_json::to_writer(&mut *buf, part.raw()).unwrap_or_default();
+            write_value(buf, part.raw());
         }
         let key = MessageKey(xxh3_64(buf), buf.len() as u64);
         message.key.set(key);
@@ -178,6 +185,50 @@ impl Keyer {
         let bytes = (u128::from(self.rules) | (u128::from(hash) << 64)).to_le_bytes();
         Key(xxh3_64(&bytes), len)
     }
+}
+
+/// Appends a value's bytes (see the module).
+fn write_value(buf: &mut Vec<u8>, value: &Value) {
+    match value {
+        Value::Null => buf.push(b'n'),
+        Value::Bool(true) => buf.push(b't'),
+        Value::Bool(false) => buf.push(b'f'),
+        Value::Number(n) => match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => write_tagged(buf, b'u', u.to_le_bytes()),
+            (None, Some(i)) => write_tagged(buf, b'i', i.to_le_bytes()),
+            (None, None) => write_tagged(
+                buf,
+                b'd',
+                n.as_f64().unwrap_or(f64::NAN).to_bits().to_le_bytes(),
+            ),
+        },
+        Value::String(text) => write_str(buf, text),
+        Value::Array(items) => {
+            write_tagged(buf, b'[', (items.len() as u64).to_le_bytes());
+            for item in items {
+                write_value(buf, item);
+            }
+        }
+        Value::Object(map) => write_object(buf, map),
+    }
+}
+
+fn write_object(buf: &mut Vec<u8>, map: &serde_json::Map<String, Value>) {
+    write_tagged(buf, b'{', (map.len() as u64).to_le_bytes());
+    for (key, value) in map {
+        write_str(buf, key);
+        write_value(buf, value);
+    }
+}
+
+fn write_str(buf: &mut Vec<u8>, text: &str) {
+    write_tagged(buf, b's', (text.len() as u64).to_le_bytes());
+    buf.extend_from_slice(text.as_bytes());
+}
+
+fn write_tagged(buf: &mut Vec<u8>, tag: u8, bytes: [u8; 8]) {
+    buf.push(tag);
+    buf.extend_from_slice(&bytes);
 }
 
 /// The keys are hashes already: the map uses their first word as it is.
@@ -207,6 +258,48 @@ mod tests {
     use crate::messages::{parse_messages, MessagesOptions};
     use crate::model::model_info;
 
+    /// Different values have different bytes, however their texts and structures line up.
+    #[test]
+    fn values_bytes_tell_values_apart() {
+        use serde_json::json;
+        let values = [
+            json!(null),
+            json!("n"),
+            json!(""),
+            json!(true),
+            json!(false),
+            json!(1),
+            json!(1.0),
+            json!(-1),
+            json!(u64::MAX),
+            json!("1"),
+            json!(["ab"]),
+            json!(["a", "b"]),
+            json!([["a"], "b"]),
+            json!([]),
+            json!({}),
+            json!({"a": "b"}),
+            json!({"ab": ""}),
+            json!({"a": {"b": null}}),
+            json!({"b": "a"}),
+            json!("a\"b"),
+            json!("a\\\"b"),
+        ];
+        let bytes: Vec<Vec<u8>> = values
+            .iter()
+            .map(|v| {
+                let mut buf = Vec::new();
+                write_value(&mut buf, v);
+                buf
+            })
+            .collect();
+        for (i, a) in bytes.iter().enumerate() {
+            for (j, b) in bytes.iter().enumerate().skip(i + 1) {
+                assert_ne!(a, b, "{} and {}", values[i], values[j]);
+            }
+        }
+    }
+
     /// The keys are XXH3-64 of specified bytes: pinned here, so a change of algorithm, of
     /// dependency version or of what is hashed shows as a failing test, not as keys that
     /// silently stop matching ones kept from an earlier run.
@@ -230,19 +323,28 @@ mod tests {
         let conv = parse_messages(&input, &MessagesOptions::default()).unwrap();
         let message = &conv.messages()[0];
         let key = keyer.message_key(message);
+        // The skeleton, `{"role": "user", "content": null}`, and its one part, the text
+        // `"hi"` (kind 0), byte by byte.
+        assert_eq!(
+            serde_json::to_string(&message.skeleton).unwrap(),
+            r#"{"role":"user","content":null}"#
+        );
+        assert_eq!(message.parts().len(), 1);
+        assert_eq!(message.parts()[0].raw(), &serde_json::json!("hi"));
+        assert_eq!(message.parts()[0].kind() as u8, 0);
         let mut bytes = b"openai|user|".to_vec();
-        serde_json::to_writer(&mut bytes, &message.skeleton).unwrap();
-        for part in message.parts() {
-            bytes.push(part.kind() as u8);
-            serde_json::to_writer(&mut bytes, part.raw()).unwrap();
-        }
+        bytes.extend_from_slice(b"{\x02\0\0\0\0\0\0\0");
+        bytes.extend_from_slice(b"s\x04\0\0\0\0\0\0\0role");
+        bytes.extend_from_slice(b"s\x04\0\0\0\0\0\0\0user");
+        bytes.extend_from_slice(b"s\x07\0\0\0\0\0\0\0contentn");
+        bytes.extend_from_slice(b"\0s\x02\0\0\0\0\0\0\0hi");
         assert_eq!(key, MessageKey(xxh3_64(&bytes), bytes.len() as u64));
         let mut both = keyer.rules.to_le_bytes().to_vec();
         both.extend_from_slice(&key.0.to_le_bytes());
         assert_eq!(keyer.key(key), Key(xxh3_64(&both), key.1));
         // The values themselves, for one message under GPT-4o's rules.
         assert_eq!(keyer.rules, 0x4eb0_85ab_2a63_5ca1);
-        assert_eq!(key, MessageKey(0x6a4a_b6c0_17c2_93e3, 47));
-        assert_eq!(keyer.key(key), Key(17_535_876_640_006_692_207, 47));
+        assert_eq!(key, MessageKey(0x84c4_1e10_66a8_be6f, 76));
+        assert_eq!(keyer.key(key), Key(7_379_705_793_925_438_161, 76));
     }
 }
