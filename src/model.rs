@@ -199,7 +199,7 @@ impl std::error::Error for ImageRuleError {}
 
 impl ImageRule {
     /// Every rule's JSON form, as an error names it.
-    pub const SHAPES: &'static str = "{ rule: \"tiles\", base, perTile } | { rule: \"patches\", size, maxPatches, maxSide?, multiplier } | { rule: \"crops\", perTile } | { rule: \"area\", divisor, maxSide } | { rule: \"flat\", tokens }";
+    const SHAPES: &'static str = "{ rule: \"tiles\", base, perTile } | { rule: \"patches\", size, maxPatches, maxSide?, multiplier } | { rule: \"crops\", perTile } | { rule: \"area\", divisor, maxSide } | { rule: \"flat\", tokens }";
 
     /// Reads a rule from its JSON form, as `Serialize` writes it. A `null` field is an absent
     /// one; fields the rule does not have are ignored.

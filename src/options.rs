@@ -160,14 +160,16 @@ mod tests {
     }
 
     #[test]
-    fn good_options_read_as_serde_reads_them() {
+    fn good_options_are_read_at_every_depth() {
         let value = json!({"model": "gpt-4o", "thresholds": {"prune": 0.8}, "reserveTokens": 0.1});
-        let options: KeeperOptions = from_value(value.clone()).unwrap();
-        assert_eq!(
-            options,
-            serde_json::from_value::<KeeperOptions>(value).unwrap()
-        );
+        let options: KeeperOptions = from_value(value).unwrap();
+        // The flattened flush field included; the rest defaulted.
+        assert_eq!(options.model.as_deref(), Some("gpt-4o"));
+        assert_eq!(options.thresholds.prune, 0.8);
         assert_eq!(options.flush.reserve_tokens, 0.1);
+        let defaults = KeeperOptions::default();
+        assert_eq!(options.thresholds.compact, defaults.thresholds.compact);
+        assert_eq!(options.flush.flush_margin, defaults.flush.flush_margin);
     }
 
     #[test]

@@ -91,8 +91,8 @@ for (const format of FORMATS) {
       assert.ok(report.fits, `turn ${n}: ${report.overBudget}`);
       assert.equal(report.estimated, true, "every figure is an estimate");
       assert.ok(report.tokensAfter <= keeper.budget.compactAt, `turn ${n}`);
-      assert.equal(lite.countMessages(messages, { model: "gpt-4o", format: format === "aisdk" ? "aisdk" : format }).total, report.tokensAfter, `turn ${n}: the report's figure is the output's count`);
-      assert.deepEqual(lite.validateMessages(messages, { format: format === "aisdk" ? "aisdk" : format }), [], `turn ${n}`);
+      assert.equal(lite.countMessages(messages, { model: "gpt-4o", format }).total, report.tokensAfter, `turn ${n}: the report's figure is the output's count`);
+      assert.deepEqual(lite.validateMessages(messages, { format }), [], `turn ${n}`);
       assert.deepEqual(messages.slice(-2), input.slice(-2), `turn ${n}: the latest turn verbatim`);
       if (report.decision === "compacted") compactions++;
     }
