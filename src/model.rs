@@ -303,6 +303,10 @@ pub struct ModelInfo {
     pub images: ImageRule,
     /// False when the name matched no entry and these are conservative defaults.
     pub known: bool,
+    /// Whether the reasoning (thinking) of earlier turns stays in the model's context and
+    /// counts there. Anthropic drops it for older Claude models, keeping only the current
+    /// turn's ([`keeps_earlier_thinking`]); every other model keeps what it is sent.
+    pub earlier_thinking: bool,
     /// The provider's page that states the window and the output limit; `None` for a model
     /// the registry does not know, or whose window or output limit the caller's entry sets.
     pub source: Option<Cow<'static, str>>,
@@ -700,6 +704,27 @@ pub(crate) const fn image_rule(provider: Provider) -> ImageRule {
     }
 }
 
+/// Whether a model keeps the thinking of earlier turns in its context. Anthropic's rule
+/// (https://platform.claude.com/docs/en/build-with-claude/extended-thinking, read 2026-11-28):
+/// Claude Opus 4.5 and later Opus models, Sonnet 4.6 and later Sonnet models, and the models
+/// after them keep every earlier thinking block; Opus 4.1 and earlier Opus models, Sonnet 4.5
+/// and earlier Sonnet models, and Haiku models through Haiku 4.5 keep only the thinking of the
+/// current assistant turn (since the last user message that is not only tool results), and
+/// drop the rest from the context window.
+pub fn keeps_earlier_thinking(provider: Provider, entry: &str) -> bool {
+    provider != Provider::Anthropic
+        || !matches!(
+            entry,
+            "claude"
+                | "claude-3-5-sonnet"
+                | "claude-3-5-haiku"
+                | "claude-3-7-sonnet"
+                | "claude-sonnet-4"
+                | "claude-opus-4"
+                | "claude-haiku-4"
+        )
+}
+
 fn info(entry: &Entry) -> ModelInfo {
     ModelInfo {
         name: entry.name.to_owned(),
@@ -711,6 +736,7 @@ fn info(entry: &Entry) -> ModelInfo {
         framing: Framing::CHAT,
         images: entry.images,
         known: true,
+        earlier_thinking: keeps_earlier_thinking(entry.provider, entry.name),
         source: Some(Cow::Borrowed(entry.source)),
         checked: Some(Cow::Borrowed(entry.checked)),
     }
@@ -813,6 +839,7 @@ pub fn model_info(model: &str) -> ModelInfo {
         framing: Framing::CHAT,
         images: GPT_4O_TILES,
         known: false,
+        earlier_thinking: true,
         source: None,
         checked: None,
     })

@@ -69,6 +69,11 @@ export interface ModelInfo {
   /** False when nothing matched and these are conservative defaults. */
   known: boolean;
   /**
+   * Whether the thinking of earlier turns stays in the context (and counts). False for older
+   * Claude models, which keep only the current turn's thinking; counts follow it.
+   */
+  earlierThinking: boolean;
+  /**
    * The provider's page stating `contextWindow` and `maxOutput`; null for an unknown model,
    * or when the caller's entry sets either figure (they are then the caller's).
    */
@@ -86,6 +91,7 @@ export interface ModelEntry {
   exact?: boolean;
   framing?: Partial<ModelFraming>;
   images?: ImageRule;
+  earlierThinking?: boolean;
 }
 
 /** The caller's entries by model name (or prefix): `{ "my-model": { contextWindow: 32000 } }`. */

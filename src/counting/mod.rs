@@ -67,6 +67,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::Value;
 
+pub(crate) use cache::IdentityHasher;
 pub use cache::{CacheStats, CountCache, MessageKey, DEFAULT_CAPACITY};
 pub use counter::{
     with_default_counter, Calibration, Counter, MAX_CALIBRATIONS, MAX_CALIBRATION_FACTOR,
@@ -149,6 +150,14 @@ struct Setup {
     rules: Rules,
     provider: Provider,
     exact: bool,
+}
+
+impl Setup {
+    /// Whether the model drops the thinking of earlier turns from its context
+    /// ([`crate::model::keeps_earlier_thinking`]).
+    fn drops_earlier_thinking(&self) -> bool {
+        self.model.as_ref().is_some_and(|m| !m.earlier_thinking)
+    }
 }
 
 /// What a request says besides its messages, read from the options, else the request object,
@@ -329,6 +338,10 @@ pub struct Counting {
     /// Messages added after the count stopped, not counted: a later compaction block that
     /// drops them starts the count again ([`Counting::add`]).
     skipped: usize,
+    /// The thinking counted in each assistant message of the current turn (index, tokens):
+    /// taken off again when a user turn starts, for a model that keeps only the current
+    /// turn's thinking.
+    turn_reasoning: Vec<(usize, u64)>,
     system: u64,
     tools: u64,
     exact: bool,
@@ -368,6 +381,7 @@ impl Counting {
             messages_kinds: ByKind::default(),
             messages_roles: BTreeMap::new(),
             skipped: 0,
+            turn_reasoning: Vec::new(),
             system: 0,
             tools: 0,
             stopped: false,
@@ -406,7 +420,13 @@ impl Counting {
     }
 
     fn check_limit(&mut self) {
-        let total = self.scaled(self.by_kind.total());
+        // NOTE: thinking a later user turn will drop is not counted towards the stop: the
+        // count can only end at or above what is left without it.
+        let pending: u64 = match self.setup.drops_earlier_thinking() {
+            true => self.turn_reasoning.iter().map(|(_, t)| t).sum(),
+            false => 0,
+        };
+        let total = self.scaled(self.by_kind.total().saturating_sub(pending));
         self.stopped |= self.stop_above.is_some_and(|limit| total > limit);
     }
 
@@ -512,12 +532,37 @@ impl Counting {
             }
             self.messages_kinds = ByKind::default();
             self.per_message.iter_mut().for_each(|n| *n = 0);
+            self.turn_reasoning.clear();
+        }
+        if tally.starts_turn && self.setup.drops_earlier_thinking() {
+            self.drop_turn_reasoning();
+        }
+        if role == Role::Assistant && tally.kinds.reasoning > 0 {
+            self.turn_reasoning
+                .push((self.per_message.len(), tally.kinds.reasoning));
         }
         self.per_message.push(tally.kinds.total());
         self.messages_kinds.add(&tally.kinds);
         *self.messages_roles.entry(role.name()).or_insert(0) += tally.kinds.total();
         self.take(role, tally);
         self.check_limit();
+    }
+
+    /// Takes the thinking of the turn that just ended off the count: the model no longer sees
+    /// it.
+    fn drop_turn_reasoning(&mut self) {
+        for (at, tokens) in std::mem::take(&mut self.turn_reasoning) {
+            if let Some(n) = self.per_message.get_mut(at) {
+                *n = n.saturating_sub(tokens);
+            }
+            self.by_kind.reasoning = self.by_kind.reasoning.saturating_sub(tokens);
+            self.messages_kinds.reasoning = self.messages_kinds.reasoning.saturating_sub(tokens);
+            for roles in [&mut self.by_role, &mut self.messages_roles] {
+                if let Some(sum) = roles.get_mut(Role::Assistant.name()) {
+                    *sum = sum.saturating_sub(tokens);
+                }
+            }
+        }
     }
 
     /// The count, and whether it stopped at the limit (it is then partial). `format` is the

@@ -51,6 +51,8 @@ pub struct ModelOverride {
     pub reply_priming: Option<u32>,
     /// How images are charged.
     pub images: Option<ImageRule>,
+    /// Whether the thinking of earlier turns stays in the context.
+    pub earlier_thinking: Option<bool>,
 }
 
 /// The caller's entries, keyed by normalized name (lower case, no provider path).
@@ -137,6 +139,7 @@ pub fn model_info_with(model: &str, overrides: &ModelOverrides) -> ModelInfo {
         reply_priming: entry.reply_priming.unwrap_or(info.framing.reply_priming),
     };
     info.images = entry.images.unwrap_or(info.images);
+    info.earlier_thinking = entry.earlier_thinking.unwrap_or(info.earlier_thinking);
     info
 }
 
@@ -362,6 +365,11 @@ pub(crate) fn read_models(options: &Map<String, Value>) -> Result<ModelOverrides
             Some(Value::Bool(b)) => Some(*b),
             other => return Err(wrong(format!("{path}.exact"), "a boolean", other)),
         };
+        let earlier_thinking = match field(entry, "earlierThinking") {
+            None => None,
+            Some(Value::Bool(b)) => Some(*b),
+            other => return Err(wrong(format!("{path}.earlierThinking"), "a boolean", other)),
+        };
         let (mut per_message, mut per_name, mut reply_priming) = (None, None, None);
         match field(entry, "framing") {
             None => {}
@@ -389,6 +397,7 @@ pub(crate) fn read_models(options: &Map<String, Value>) -> Result<ModelOverrides
             per_name,
             reply_priming,
             images,
+            earlier_thinking,
         };
         out.insert(name, entry);
     }

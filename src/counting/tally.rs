@@ -86,6 +86,9 @@ pub struct Tally {
     /// ([`drops_earlier_context`]): the tally counts the message from its latest such block
     /// on, and the messages before it count nothing.
     pub drops_earlier: bool,
+    /// Whether the message starts a user turn (a user message that answers no tool call): a
+    /// model that keeps only the current turn's thinking drops the thinking before it.
+    pub starts_turn: bool,
 }
 
 /// What a message's count depends on besides the message. Its JSON is what the count cache
@@ -152,6 +155,10 @@ pub(crate) fn tally_message(
     }
     let whole = message.is_whole();
     let parts = message.parts();
+    tally.starts_turn = message.role() == Role::User
+        && !parts
+            .iter()
+            .any(|p| p.kind() == PartKind::ToolResult || p.holds_result());
     // NOTE: the provider drops every block before its latest compaction block, this
     // message's own earlier blocks too; the message itself (its framing) stays.
     let from = parts

@@ -1010,3 +1010,60 @@ fn an_ai_sdk_part_carrying_an_anthropic_compaction_drops_what_precedes_it() {
     );
     assert!(!counted.exact);
 }
+
+#[test]
+fn earlier_thinking_counts_only_for_the_models_that_keep_it() {
+    // Two user turns, each a tool loop with thinking: Sonnet 4.5 keeps only the current
+    // turn's thinking (the first turn's is dropped once the second user message starts),
+    // Opus 4.6 keeps all of it (Anthropic's extended-thinking docs, per model).
+    let first = "Plan: read the config first, then the tests.";
+    let second = "Now the parser: it reads the header twice.";
+    let input = json!([
+        {"role": "user", "content": "Why does the build fail?"},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": first, "signature": "sig-1"},
+            {"type": "tool_use", "id": "t1", "name": "read", "input": {"path": "build.toml"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "[build]\nstrict = true"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Strict mode is on."}]},
+        {"role": "user", "content": "And the parser?"},
+        {"role": "assistant", "content": [
+            {"type": "thinking", "thinking": second, "signature": "sig-2"},
+            {"type": "tool_use", "id": "t2", "name": "read", "input": {"path": "src/parse.rs"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t2", "content": "fn header() {}"}]}
+    ]);
+    let tokens = |t: &str| count_tokens(t, Encoding::O200kBase).unwrap() as u64;
+    let keeps = count(&input, &model("claude-opus-4-6"));
+    let drops = count(&input, &model("claude-sonnet-4-5"));
+    assert!(keeps.model.as_ref().unwrap().earlier_thinking);
+    assert!(!drops.model.as_ref().unwrap().earlier_thinking);
+    assert_eq!(keeps.by_kind.reasoning, tokens(first) + tokens(second));
+    assert_eq!(drops.by_kind.reasoning, tokens(second));
+    assert_eq!(keeps.total - drops.total, tokens(first));
+    assert_eq!(keeps.per_message[1] - drops.per_message[1], tokens(first));
+    assert_eq!(keeps.per_message[5], drops.per_message[5]);
+    assert_eq!(drops.per_message.iter().sum::<u64>() + 3, drops.total);
+    // the same from the cache: a message counted before is not read again, and dropped alike
+    let mut cache = CountCache::new(64);
+    let c = conv(&input);
+    let once = count_conversation(&c, &model("claude-sonnet-4-5"), &mut cache).unwrap();
+    let again = count_conversation(&c, &model("claude-sonnet-4-5"), &mut cache).unwrap();
+    assert_eq!(once, again);
+    assert_eq!(once.total, drops.total);
+    // a caller's entry says otherwise
+    let mut models = ModelOverrides::default();
+    models.insert(
+        "claude-sonnet-4-5",
+        ModelOverride {
+            earlier_thinking: Some(true),
+            ..ModelOverride::default()
+        },
+    );
+    let overridden = count(
+        &input,
+        &CountMessagesOptions {
+            models,
+            ..model("claude-sonnet-4-5")
+        },
+    );
+    assert_eq!(overridden.total, keeps.total);
+}
