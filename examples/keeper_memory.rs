@@ -186,7 +186,8 @@ fn main() {
                     "next: saves asked ({n} saves, {:.1} MB)",
                     b as f64 / 1e6
                 ));
-                p.saved(&vec![Outcome::Saved; n]);
+                p.saved(&vec![Outcome::Saved; n], &mut counter)
+                    .expect("saved");
                 phases.end("saved (offloads applied)");
             }
             Need::Flush(_) => unreachable!("no flush configured"),

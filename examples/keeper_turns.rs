@@ -62,6 +62,9 @@ fn main() {
     ];
     let mut counter = Counter::new();
     let mut kept: Vec<Message> = Vec::new();
+    // NOTE: as the wasm keeper does, each prepare hands back what its cuts made of the
+    // messages, for the next one.
+    let mut memo = context_keeper::context::decision::DecisionMemo::new();
     let mut state_bytes: Option<Vec<u8>> = None;
     let mut costs: Vec<(f64, String, usize)> = Vec::new();
     let mut t = 0;
@@ -89,13 +92,16 @@ fn main() {
             now: Some("2026-11-25T12:00:00Z".into()),
             flush: false,
         };
-        let mut p = Prepare::start(conv, &options, call, state, &mut counter).expect("starts");
+        let mut p = Prepare::start(conv, &options, call, state, &mut counter)
+            .expect("starts")
+            .with_memo(std::mem::take(&mut memo));
         loop {
             match p.next(&mut counter).expect("next") {
                 Need::Done => break,
                 Need::Saves(saves) => {
                     let n = saves.len();
-                    p.saved(&vec![Outcome::Saved; n]);
+                    p.saved(&vec![Outcome::Saved; n], &mut counter)
+                        .expect("saved");
                 }
                 Need::Flush(_) => unreachable!("no flush configured"),
                 Need::Compact { saves, request } => {
@@ -110,7 +116,8 @@ fn main() {
                 }
             }
         }
-        let done = p.finish(&mut counter);
+        let mut done = p.finish(&mut counter);
+        memo = std::mem::take(&mut done.memo);
         if let Some(state) = &done.state {
             state_bytes = Some(state.to_bytes());
         }

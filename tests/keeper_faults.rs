@@ -9,9 +9,9 @@
 //! - the output is valid: the crate's validator finds no new problem, and an independent
 //!   re-check written here (pairing, roles of the format, system first, thinking and native
 //!   compaction items never edited) agrees;
-//! - nothing is lost: every text of the input is in the output, in a save the schedule
-//!   confirmed, or in a part the report names as pruned or evicted (the host's history and the
-//!   written file keep those);
+//! - nothing is lost: every text of the input is in the output or in a save the schedule
+//!   confirmed (offloads, trims, clears and evictions alike: every edit names its copy, and
+//!   the copy reads back);
 //! - the first user request (the task) is in the output byte for byte, unless it alone counts
 //!   over a quarter of the window (DESIGN.md, Compact: then it is summarized, and its text is
 //!   in the archive like the rest of the span); a report that says it was summarized says so of
@@ -28,6 +28,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use context_keeper::context::compact::{CompactOutcome, SummaryOutcome};
+use context_keeper::context::decision::stored_copy;
 use context_keeper::context::flush::FlushOutcome;
 use context_keeper::context::keeper::{Call, KeeperOptions, Need, Prepare, Prepared, Thresholds};
 use context_keeper::context::recovery::decode;
@@ -418,7 +419,8 @@ fn drive(
                 if faults.schedule.short_outcomes {
                     outcomes.truncate(outcomes.len() / 2);
                 }
-                p.saved(&outcomes);
+                p.saved(&outcomes, &mut counter)
+                    .map_err(|e| format!("saved: {e}"))?;
             }
             Need::Flush(_) => {
                 let outcome = faults.flush();
@@ -760,30 +762,26 @@ fn check(
             }
         }
     }
-    // nothing lost
+    // nothing lost: every edit's original is in a save the store confirmed, and reads back
     let report = &out.report;
-    let edited: BTreeSet<&str> = report
-        .pruned
+    for edit in report
+        .offloaded
         .iter()
+        .chain(&report.pruned)
         .chain(&report.evicted)
-        .filter_map(|e| e.tool_call_id.as_deref())
-        .collect();
-    for edit in report.pruned.iter().chain(&report.evicted) {
-        match &edit.original {
-            Original::History | Original::Store { .. } => {}
-            Original::File { path } if !path.is_empty() => {}
-            other => return Err(format!("an edit names no original: {other:?}")),
-        }
-    }
-    for edit in &report.offloaded {
+    {
         let Original::Store { key, id } = &edit.original else {
-            return Err(format!("an offload not in the store: {edit:?}"));
+            return Err(format!(
+                "an edit whose original is not in the store: {edit:?}"
+            ));
         };
-        let bytes = store
-            .confirmed
-            .get(key)
-            .ok_or_else(|| format!("offload {id} points at a key never confirmed: {key:?}"))?;
-        decode(id, bytes).map_err(|e| format!("offload {id} does not read back: {e}"))?;
+        let bytes = store.confirmed.get(key).ok_or_else(|| {
+            format!(
+                "{:?} {id} points at a key never confirmed: {key:?}",
+                edit.action
+            )
+        })?;
+        decode(id, bytes).map_err(|e| format!("{:?} {id} does not read back: {e}", edit.action))?;
     }
     let output_json = out.conversation.to_json_string();
     let saved: Vec<String> = store
@@ -822,12 +820,19 @@ fn check(
         {
             continue;
         }
-        if id.as_deref().is_some_and(|id| edited.contains(id)) {
-            continue;
+        // a text a prepare cut before (a returned history) names the copy of its original
+        if let Some(id) = stored_copy(&text) {
+            if store
+                .confirmed
+                .keys()
+                .any(|k| k.last().map(String::as_str) == Some(id))
+            {
+                continue;
+            }
         }
         let shown: String = text.chars().take(80).collect();
         return Err(format!(
-            "lost: {shown:?} ({} chars, call {id:?}) is in neither the output, a confirmed save nor a reported edit",
+            "lost: {shown:?} ({} chars, call {id:?}) is in neither the output nor a confirmed save",
             text.chars().count()
         ));
     }

@@ -111,7 +111,7 @@ pub fn check(data: &[u8]) {
             }
             Need::Saves(saves) => {
                 let outcomes: Vec<Outcome> = saves.iter().map(|_| save(next())).collect();
-                p.saved(&outcomes);
+                p.saved(&outcomes, &mut counter).expect("saved");
             }
             Need::Flush(_) => {
                 let outcome = match next() {

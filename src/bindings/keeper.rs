@@ -19,8 +19,8 @@ use super::error::ContextError;
 use super::list::{self, Found};
 use super::memo::{Counting as _, Own};
 use super::{enter, walk};
+use crate::context::decision::DecisionMemo;
 use crate::context::keeper::{Call, KeeperOptions, Need, Prepare, PrepareError};
-use crate::context::prune::PruneMemo;
 use crate::context::state::SessionState;
 use crate::context::Outcome;
 use crate::counting::{CountMessagesOptions, Counter, Learnt, MAX_CALIBRATION_FACTOR};
@@ -40,8 +40,8 @@ fn prepare_error(err: PrepareError) -> ContextError {
 pub struct KeeperJs {
     options: KeeperOptions,
     counting: Own,
-    /// What its prepares pruned, by message (each prepare takes it and hands it back).
-    prune_memo: Rc<RefCell<PruneMemo>>,
+    /// What its prepares cut, by message (each prepare takes it and hands it back).
+    memo: Rc<RefCell<DecisionMemo>>,
 }
 
 /// The figures a budget is made of, each a positive number: a threshold of 0 or below, or a
@@ -93,7 +93,7 @@ impl KeeperJs {
                 counter: Rc::new(RefCell::new(counter)),
                 seen: WeakMap::new(),
             },
-            prune_memo: Rc::default(),
+            memo: Rc::default(),
         })
     }
 
@@ -139,10 +139,10 @@ impl KeeperJs {
         };
         let state = SessionState::from_bytes(state.as_deref());
         let counter = Rc::clone(&self.counting.counter);
-        let memo = std::mem::take(&mut *self.prune_memo.borrow_mut());
+        let memo = std::mem::take(&mut *self.memo.borrow_mut());
         let prepare = Prepare::start(conv, &self.options, call, state, &mut counter.borrow_mut())
             .map_err(prepare_error)?
-            .with_prune_memo(memo);
+            .with_memo(memo);
         // NOTE: what the count taught of each message the keeper recognises, so that counting
         // the history again (`count`, the driver's fast path) takes it from the cache by key.
         {
@@ -159,7 +159,7 @@ impl KeeperJs {
             messages,
             prepare: Some(prepare),
             counter,
-            prune_memo: Rc::clone(&self.prune_memo),
+            memo: Rc::clone(&self.memo),
         })
     }
 
@@ -189,7 +189,7 @@ impl KeeperJs {
         let mut counter = self.counting.counter.borrow_mut();
         counter.clear_cache();
         counter.clear_calibrations();
-        *self.prune_memo.borrow_mut() = PruneMemo::new();
+        *self.memo.borrow_mut() = DecisionMemo::new();
     }
 
     /// A session's running figures from its stored state.
@@ -361,7 +361,7 @@ pub struct PrepareJs {
     prepare: Option<Prepare>,
     counter: Rc<RefCell<Counter>>,
     /// The keeper's, to hand the memo back to.
-    prune_memo: Rc<RefCell<PruneMemo>>,
+    memo: Rc<RefCell<DecisionMemo>>,
 }
 
 fn saves_js(saves: &[crate::context::Save]) -> Result<Array, ContextError> {
@@ -420,8 +420,10 @@ impl PrepareJs {
     pub fn saved(&mut self, outcomes: Array) -> Result<(), ContextError> {
         let prepare = self.prepare.as_mut().ok_or_else(already_applied)?;
         let outcomes: Vec<Outcome> = outcomes.iter().map(|v| outcome_of(&v)).collect();
-        prepare.saved(&outcomes);
-        Ok(())
+        let mut counter = self.counter.borrow_mut();
+        prepare
+            .saved(&outcomes, &mut counter)
+            .map_err(prepare_error)
     }
 
     /// The flush's outcome: `{ reply }` or `{ failed }`.
@@ -453,7 +455,7 @@ impl PrepareJs {
         enter();
         let prepare = self.prepare.take().ok_or_else(already_applied)?;
         let mut done = prepare.finish(&mut self.counter.borrow_mut());
-        *self.prune_memo.borrow_mut() = std::mem::take(&mut done.prune_memo);
+        *self.memo.borrow_mut() = std::mem::take(&mut done.memo);
         let system = match (done.system_edited, done.conversation.system()) {
             (true, Some(system)) => Some(system.clone().into_content_value()),
             _ => None,

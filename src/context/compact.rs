@@ -1477,8 +1477,11 @@ impl CompactPlan {
             SummaryOutcome::Heuristic => {
                 let budget = usize::try_from(self.options.target_tokens.saturating_mul(4))
                     .unwrap_or(usize::MAX);
+                // NOTE: the task goes into the summary only when it is summarized; kept verbatim
+                // ahead of the marker, a copy in the summary would only take its room.
+                let task = first_request.filter(|_| work.first_summarized.is_some());
                 (
-                    heuristic::heuristic_summary(span, first_request, previous_summary, budget),
+                    heuristic::heuristic_summary(span, task, previous_summary, budget),
                     true,
                 )
             }
@@ -1514,8 +1517,20 @@ impl CompactPlan {
             .collect();
         let span_refs: Vec<&str> = span_texts.iter().map(AsRef::as_ref).collect();
         let keep_refs: Vec<&str> = keep_texts.iter().map(AsRef::as_ref).collect();
-        let mut pinned =
-            facts::missing_facts(&span_refs, &keep_refs, &text, self.options.max_pinned);
+        let written: Vec<Cow<'_, str>> = span
+            .iter()
+            .chain(tail.iter())
+            .chain(messages.get(kept_from..).unwrap_or_default())
+            .flat_map(facts::written_texts)
+            .collect();
+        let written_refs: Vec<&str> = written.iter().map(AsRef::as_ref).collect();
+        let mut pinned = facts::missing_facts(
+            &span_refs,
+            &keep_refs,
+            &written_refs,
+            &text,
+            self.options.max_pinned,
+        );
         let mut summary = facts::pin(&text, &pinned);
         while !pinned.is_empty() && measure.tokens(&summary) >= replaced {
             pinned.pop();

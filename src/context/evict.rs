@@ -13,6 +13,7 @@ use serde_json::Value;
 #[cfg(target_arch = "wasm32")]
 use tsify::Tsify;
 
+use super::recovery::READ_TOOL;
 use super::result;
 use super::text::{group, line_count, utf16_len};
 use super::{
@@ -89,13 +90,26 @@ pub struct Evicted {
 /// A tool call: its place, its result's, its tool name and its id.
 type Call = (PartRef, Option<PartRef>, Option<String>, Option<String>);
 
-/// The pointer that replaces an argument's content.
-pub fn evicted_text(field: &str, content: &str, path: &str) -> String {
+/// The pointer that replaces an argument's content; `stored` names the id of a stored copy
+/// (the keeper's).
+pub fn evicted_text(field: &str, content: &str, path: &str, stored: Option<&str>) -> String {
+    let copy = match stored {
+        Some(id) => format!(", or the copy stored as id=\"{id}\" with {READ_TOOL}"),
+        None => String::new(),
+    };
     format!(
-        "{EVICTED_PREFIX}{field}: {} characters, {} lines, written to {path}; read the file for its content]",
+        "{EVICTED_PREFIX}{field}: {} characters, {} lines, written to {path}; read the file for its content{copy}]",
         group(utf16_len(content)),
         group(line_count(content))
     )
+}
+
+/// The note a long result of a write call becomes; `stored` names the id of a stored copy.
+pub fn result_note(path: &str, stored: Option<&str>) -> String {
+    match stored {
+        Some(id) => format!("{RESULT_NOTE}: {path} (the full output is stored as id=\"{id}\", read it with {READ_TOOL})"),
+        None => format!("{RESULT_NOTE}: {path}"),
+    }
 }
 
 /// The input object of a call, parsed when it is OpenAI's `arguments` text.
@@ -116,15 +130,32 @@ pub fn evict(conv: Conversation, options: &EvictOptions) -> Evicted {
     evict_paired(conv, options, &graph)
 }
 
-/// [`evict`] with `conv`'s tool pairing, which the caller has at hand (a conversation whose
-/// results were only rewritten pairs as before).
-pub(crate) fn evict_paired(
-    conv: Conversation,
+/// A file write or edit call whose content may be evicted: where it is, its result, and what
+/// it wrote.
+#[derive(Clone, Debug)]
+pub(crate) struct Candidate {
+    /// The call.
+    pub call_at: PartRef,
+    /// Its result, when it has one.
+    pub answer: Option<PartRef>,
+    /// The tool's name.
+    pub name: String,
+    /// The call's id.
+    pub id: Option<String>,
+    /// The path written, as the call named it.
+    pub path: String,
+    /// The content arguments (field, text) not yet evicted.
+    pub inputs: Vec<(String, String)>,
+}
+
+/// The calls of `conv` whose content [`evict`] may replace: calls of the configured tools,
+/// before the horizon and older than the kept turns, that name a path.
+pub(crate) fn candidates(
+    conv: &Conversation,
     options: &EvictOptions,
     graph: &PairingGraph,
-) -> Evicted {
-    let measure = Measure::for_model(options.model.as_deref());
-    let turns = Turns::until(&conv, options.horizon);
+) -> Vec<Candidate> {
+    let turns = Turns::until(conv, options.horizon);
     // NOTE: a history names few tools, each in many calls: each name is matched once.
     let mut matched: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
     let mut named = |name: &str| match matched.get(name) {
@@ -135,9 +166,6 @@ pub(crate) fn evict_paired(
             named
         }
     };
-    // (call place, field, replacement, edit) and (result place, note, edit)
-    let mut inputs: Vec<(PartRef, String, String, Edit)> = Vec::new();
-    let mut results: Vec<(PartRef, String, Edit)> = Vec::new();
     // NOTE: pairing lists an AI SDK UIMessage tool part as a call that is its own result.
     let mut calls: Vec<Call> = Vec::new();
     for exchange in &graph.exchanges {
@@ -148,6 +176,7 @@ pub(crate) fn evict_paired(
     crate::sort::sort_by_key(&mut calls, |c| {
         crate::sort::fields(c.0.message as u64, c.0.part as u64)
     });
+    let mut out = Vec::new();
     for (call_at, answer, name, id) in calls {
         let after_horizon = options
             .horizon
@@ -158,7 +187,7 @@ pub(crate) fn evict_paired(
         let Some(name) = name.filter(|n| named(n)) else {
             continue;
         };
-        let Some(part) = part_at(&conv, call_at) else {
+        let Some(part) = part_at(conv, call_at) else {
             continue;
         };
         let Some(input) = part.tool_input().and_then(input_object) else {
@@ -169,15 +198,47 @@ pub(crate) fn evict_paired(
             .iter()
             .find_map(|f| input.get(f).and_then(Value::as_str));
         let Some(path) = path else { continue };
-        for field in &options.input_fields {
-            let Some(content) = input.get(field).and_then(Value::as_str) else {
-                continue;
-            };
-            if content.starts_with(EVICTED_PREFIX) {
-                continue;
-            }
-            let replacement = evicted_text(field, content, path);
-            let (before, after) = (measure.tokens(content), measure.tokens(&replacement));
+        let inputs = (options.input_fields.iter())
+            .filter_map(|field| {
+                let content = input.get(field).and_then(Value::as_str)?;
+                (!content.starts_with(EVICTED_PREFIX)).then(|| (field.clone(), content.to_owned()))
+            })
+            .collect();
+        out.push(Candidate {
+            call_at,
+            answer,
+            name,
+            id,
+            path: path.to_owned(),
+            inputs,
+        });
+    }
+    out
+}
+
+/// [`evict`] with `conv`'s tool pairing, which the caller has at hand (a conversation whose
+/// results were only rewritten pairs as before).
+pub(crate) fn evict_paired(
+    conv: Conversation,
+    options: &EvictOptions,
+    graph: &PairingGraph,
+) -> Evicted {
+    let measure = Measure::for_model(options.model.as_deref());
+    // (call place, field, replacement, edit) and (result place, note, edit)
+    let mut inputs: Vec<(PartRef, String, String, Edit)> = Vec::new();
+    let mut results: Vec<(PartRef, String, Edit)> = Vec::new();
+    for candidate in candidates(&conv, options, graph) {
+        let Candidate {
+            call_at,
+            answer,
+            name,
+            id,
+            path,
+            inputs: fields,
+        } = candidate;
+        for (field, content) in fields {
+            let replacement = evicted_text(&field, &content, &path, None);
+            let (before, after) = (measure.tokens(&content), measure.tokens(&replacement));
             if after >= before {
                 continue;
             }
@@ -191,13 +252,11 @@ pub(crate) fn evict_paired(
                     part_index: call_at.part,
                     tool_name: Some(name.clone()),
                     tool_call_id: id.clone(),
-                    field: Some(field.clone()),
+                    field: Some(field),
                     tokens_before: before,
                     tokens_after: after,
                     estimated: measure.estimated(),
-                    original: Original::File {
-                        path: path.to_owned(),
-                    },
+                    original: Original::File { path: path.clone() },
                 },
             ));
         }
@@ -208,7 +267,7 @@ pub(crate) fn evict_paired(
         if utf16_len(&text.text) <= options.result_chars || text.text.starts_with(RESULT_NOTE) {
             continue;
         }
-        let note = format!("{RESULT_NOTE}: {path}");
+        let note = result_note(&path, None);
         let (before, after) = (measure.tokens(&text.text), measure.tokens(&note));
         if after >= before {
             continue;
@@ -226,9 +285,7 @@ pub(crate) fn evict_paired(
                 tokens_before: before,
                 tokens_after: after,
                 estimated: measure.estimated(),
-                original: Original::File {
-                    path: path.to_owned(),
-                },
+                original: Original::File { path },
             },
         ));
     }

@@ -106,31 +106,31 @@ pub fn extract_facts_all<'a>(texts: impl IntoIterator<Item = &'a str>) -> Vec<Fa
 }
 
 /// Facts of the `span` texts that the `keep` texts (the recent turns and the first user
-/// request) still name and the `summary` lost, at most `max`: paths first, then identifiers,
-/// commands, URLs and numbers, each kind in order of first appearance. A fact counts as named
-/// where its exact text occurs (a command read from JSON also in its JSON-escaped form); one
-/// contained in a fact already chosen is left out.
+/// request) still name and the `summary` lost, at most `max`: first those the agent used (that
+/// occur in `written`, what its own messages wrote), then the rest, each group latest first
+/// (the span's texts are in order, oldest first). A fact counts as named where its exact text
+/// occurs (a command read from JSON also in its JSON-escaped form); one contained in a fact
+/// already chosen is left out.
 ///
 /// Cost: linear in the texts, plus for each fact a lookup of its 4-byte windows in an index of
 /// the keep texts; only a fact whose every window is there is confirmed by a substring search.
-pub fn missing_facts(span: &[&str], keep: &[&str], summary: &str, max: usize) -> Vec<Fact> {
+pub fn missing_facts(
+    span: &[&str],
+    keep: &[&str],
+    written: &[&str],
+    summary: &str,
+    max: usize,
+) -> Vec<Fact> {
     if max == 0 {
         return Vec::new();
     }
-    let facts = extract_facts_all(span.iter().copied());
-    let mut order: Vec<(u8, usize)> = (facts.iter().enumerate())
-        .map(|(i, f)| (f.kind.priority(), i))
-        .collect();
-    crate::sort::sort_by_key(&mut order, |&(priority, i)| {
-        crate::sort::fields(u64::from(priority), i as u64)
-    });
+    let facts = by_use(span, written);
     let index = KeepIndex::new(keep);
     let mut out: Vec<Fact> = Vec::new();
-    for (_, i) in order {
+    for fact in facts {
         if out.len() >= max {
             break;
         }
-        let Some(fact) = facts.get(i) else { continue };
         if summary.contains(fact.text.as_str())
             || out.iter().any(|o| o.text.contains(fact.text.as_str()))
         {
@@ -139,7 +139,44 @@ pub fn missing_facts(span: &[&str], keep: &[&str], summary: &str, max: usize) ->
         let named = index.contains(&fact.text)
             || json_escaped(&fact.text).is_some_and(|escaped| index.contains(&escaped));
         if named {
-            out.push(fact.clone());
+            out.push(fact);
+        }
+    }
+    out
+}
+
+/// The facts of `texts` (in order, oldest first), those that occur in `written` first, each
+/// group latest first.
+pub fn by_use(texts: &[&str], written: &[&str]) -> Vec<Fact> {
+    let facts = extract_facts_all(texts.iter().rev().copied());
+    let used: HashSet<String> = extract_facts_all(written.iter().copied())
+        .into_iter()
+        .map(|f| f.text)
+        .collect();
+    let (mut first, rest): (Vec<Fact>, Vec<Fact>) =
+        facts.into_iter().partition(|f| used.contains(&f.text));
+    first.extend(rest);
+    first
+}
+
+/// What an assistant message wrote: its text and its tool-call inputs (not its thinking, not
+/// the results an AI SDK `UIMessage` holds).
+pub fn written_texts(message: &Message) -> Vec<Cow<'_, str>> {
+    let mut out = Vec::new();
+    if message.role() != crate::messages::Role::Assistant {
+        return out;
+    }
+    for part in message.parts() {
+        match part.kind() {
+            PartKind::Text => out.extend(part.text().map(Cow::Borrowed)),
+            PartKind::ToolCall => match part.tool_input() {
+                Some(ToolInput::Text(text)) => out.push(Cow::Borrowed(text)),
+                Some(ToolInput::Json(value)) => {
+                    out.push(Cow::Owned(serde_json::to_string(value).unwrap_or_default()));
+                }
+                None => {}
+            },
+            _ => {}
         }
     }
     out
@@ -1462,31 +1499,37 @@ mod tests {
             "the first request mentions src/lib.rs and 20,000 tokens and {\"command\": \"grep -rn \\\"x\\\" src\"}",
         ];
         let summary = "We changed src/lib.rs.";
-        let missing = missing_facts(&span, &keep, summary, 10);
+        let missing = missing_facts(&span, &keep, &[], summary, 10);
         let got: Vec<_> = missing.iter().map(|f| (f.kind, f.text.as_str())).collect();
+        // the latest text first, each in its order
         assert_eq!(
             got,
             [
-                (FactKind::Path, "src/context/compact.rs"),
-                (FactKind::Identifier, "plan_compaction"),
-                (FactKind::Command, "cargo test --locked"),
                 (FactKind::Command, "grep -rn \"x\" src"),
+                (FactKind::Path, "src/context/compact.rs"),
+                (FactKind::Command, "cargo test --locked"),
+                (FactKind::Identifier, "plan_compaction"),
                 (FactKind::Number, "20,000 tokens"),
             ]
         );
-        assert_eq!(missing_facts(&span, &keep, summary, 2).len(), 2);
-        assert!(missing_facts(&span, &keep, summary, 0).is_empty());
-        assert!(missing_facts(&span, &[], summary, 10).is_empty());
+        // what the agent wrote goes first
+        let written = ["I will rename plan_compaction next"];
+        let used = missing_facts(&span, &keep, &written, summary, 2);
+        let got: Vec<_> = used.iter().map(|f| f.text.as_str()).collect();
+        assert_eq!(got, ["plan_compaction", "grep -rn \"x\" src"]);
+        assert_eq!(missing_facts(&span, &keep, &[], summary, 2).len(), 2);
+        assert!(missing_facts(&span, &keep, &[], summary, 0).is_empty());
+        assert!(missing_facts(&span, &[], &[], summary, 10).is_empty());
         // Pinned once, nothing is missing any more.
         let pinned = pin(summary, &missing);
-        assert!(missing_facts(&span, &keep, &pinned, 10).is_empty());
+        assert!(missing_facts(&span, &keep, &[], &pinned, 10).is_empty());
     }
 
     #[test]
     fn a_fact_contained_in_a_chosen_one_is_left_out() {
         let span = ["tests/missing_colon.py and missing_colon.py"];
         let keep = ["tests/missing_colon.py"];
-        let got = missing_facts(&span, &keep, "", 10);
+        let got = missing_facts(&span, &keep, &[], "", 10);
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].text, "tests/missing_colon.py");
     }

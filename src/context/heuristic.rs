@@ -7,7 +7,9 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::facts::{extract_facts_all, message_texts, push_code, FactKind, MAX_FACT_LEN};
+use super::facts::{
+    by_use, extract_facts_all, message_texts, push_code, written_texts, FactKind, MAX_FACT_LEN,
+};
 use super::result;
 use super::text::{utf16_len, utf16_prefix};
 use crate::messages::{Message, PartKind, Role, ToolInput};
@@ -115,19 +117,20 @@ pub fn heuristic_summary(
     let listed: std::collections::HashSet<&str> = (digest.files.iter().map(|f| f.path.as_str()))
         .chain(digest.commands.iter().map(String::as_str))
         .collect();
+    // NOTE: the details the agent itself used first, then the rest, each latest first.
     let texts: Vec<_> = span.iter().flat_map(message_texts).collect();
-    let mut facts: Vec<_> = extract_facts_all(texts.iter().map(|t| t.as_ref()))
-        .into_iter()
-        .enumerate()
-        .filter(|(_, f)| !listed.contains(f.text.as_str()))
-        .collect();
-    crate::sort::sort_by_key(&mut facts, |(i, f)| {
-        crate::sort::fields(u64::from(f.kind.priority()), *i as u64)
-    });
+    let written: Vec<_> = span.iter().flat_map(written_texts).collect();
+    let facts: Vec<_> = by_use(
+        &texts.iter().map(|t| t.as_ref()).collect::<Vec<_>>(),
+        &written.iter().map(|t| t.as_ref()).collect::<Vec<_>>(),
+    )
+    .into_iter()
+    .filter(|f| !listed.contains(f.text.as_str()))
+    .collect();
     sections.push(list(
         "Key details",
         (facts.iter().take(MAX_DETAILS))
-            .map(|(_, f)| {
+            .map(|f| {
                 let mut line = String::from("- ");
                 push_code(&mut line, &f.text);
                 line

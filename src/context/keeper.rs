@@ -30,13 +30,15 @@ use serde_json::json;
 use tsify::Tsify;
 
 use super::compact::{self, CompactOptions, CompactPlan, CompactReport, SummaryOutcome};
-use super::evict::{self, EvictOptions};
+use super::decision::{self, Cut, DecisionMemo, Shape};
+use super::evict::EvictOptions;
 use super::flush::{self, resolve, FlushOptions, FlushOutcome, FlushReport, FlushRequest};
-use super::offload::{self, OffloadOptions, OffloadPlan};
-use super::prune::{self, PruneMemo, PruneOptions};
+use super::offload::{self, OffloadOptions};
+use super::prune::PruneOptions;
 use super::state::{Horizon, SessionState};
 use super::{
-    result_sites, result_sites_paired, Edit, Failure, Outcome, Report, ResultSite, Save, Turns,
+    result_sites, result_sites_paired, Action, Edit, Failure, Measure, Outcome, ResultSite, Save,
+    Turns,
 };
 use crate::counting::{
     CountMessagesError, CountMessagesOptions, Counter, MessageKey, ModelOverrides,
@@ -54,6 +56,11 @@ pub const DEFAULT_COMPACT_TARGET: f64 = 0.50;
 /// A prune/evict decision is not re-made within this many assistant turns of the last one,
 /// unless the count is over the compaction threshold.
 pub const DEFAULT_MIN_TURNS_BETWEEN: usize = 4;
+/// A compaction keeps as many recent messages as fit with room for this many more turns of the
+/// size the newest had. NOTE: less room than a decision leaves (`minTurnsBetween` + 1): the
+/// decision after it cuts the older results it kept, so it keeps what it can (bench/README.md,
+/// "What the keeper keeps").
+const COMPACTION_ROOM_TURNS: u64 = 3;
 /// Cache breakpoints Anthropic accepts in one request.
 const MAX_BREAKPOINTS: usize = 4;
 
@@ -357,7 +364,8 @@ impl PrepareReport {
 /// What the driver must do next.
 #[derive(Debug)]
 pub enum Need<'a> {
-    /// Save these offloads and hand one outcome each to [`Prepare::saved`].
+    /// Save these copies (of what cuts will remove) and hand one outcome each to
+    /// [`Prepare::saved`].
     Saves(&'a [Save]),
     /// Run the memory flush and hand its outcome to [`Prepare::flushed`].
     Flush(&'a FlushRequest),
@@ -387,9 +395,9 @@ pub struct Prepared {
     pub report: PrepareReport,
     /// The session state to store, when it changed.
     pub state: Option<SessionState>,
-    /// What pruning made of the results it measured, for the next prepare
-    /// ([`Prepare::with_prune_memo`]).
-    pub prune_memo: PruneMemo,
+    /// What the cuts made of the messages they measured, for the next prepare
+    /// ([`Prepare::with_memo`]).
+    pub memo: DecisionMemo,
 }
 
 /// Errors of a prepare.
@@ -423,11 +431,37 @@ impl From<compact::CompactError> for PrepareError {
     }
 }
 
+/// Cuts waiting for the copies of what they remove.
+#[derive(Debug)]
+struct Pending {
+    /// The cuts in force once the saves are confirmed (a cut whose save fails falls back to
+    /// the standing one of its text, or to none).
+    cuts: Vec<Cut>,
+    /// The saves asked for, and the id each stores.
+    saves: Vec<Save>,
+    ids: Vec<String>,
+    /// What comes after.
+    next: Next,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Next {
+    /// Decide (after the newest exchange's offloads).
+    Decide,
+    /// Over the compaction threshold after the cuts: flush, then compact.
+    Check,
+    /// The cuts cannot leave room for the turns to come: flush, then compact.
+    Compact,
+    /// Nothing more (a decision after a compaction).
+    Finish,
+}
+
 #[derive(Debug)]
 enum Stage {
-    /// Offloads planned, which of them the state knows as stored, the saves to ask for (the
-    /// others, taken out of the plan), and each save's size.
-    Offload(Box<OffloadPlan>, Vec<bool>, Vec<Save>, Vec<u64>),
+    /// Re-apply the stored compactions and offload what the newest exchange cannot hold.
+    Start,
+    /// Cuts waiting for their saves.
+    Cutting(Box<Pending>),
     /// Decide the tiers.
     Decide,
     /// Waiting for the flush; then compact (`true`) or finish.
@@ -448,14 +482,14 @@ pub struct Prepare {
     /// The working conversation, and for each message the input message it is, unchanged.
     conversation: Conversation,
     origin: Vec<Option<usize>>,
-    /// The conversation before pruning and eviction (after offloads and compactions).
+    /// The conversation before the cuts (after the stored compactions).
     base: Conversation,
-    /// The base's tool pairing and tool results ([`result_sites`]), found once per base (the
-    /// tiers rewrite results, never pairs).
+    /// The base's tool pairing and tool results ([`result_sites`]), found once per base (cuts
+    /// rewrite results, never pairs).
     base_sites: OnceCell<(PairingGraph, Vec<ResultSite>)>,
-    /// What pruning made of each result, per action: for the next horizon tried, and (handed
-    /// in and back by the host, [`Prepare::with_prune_memo`]) the next prepare.
-    prune_memo: PruneMemo,
+    /// What the cuts made of each text: for the next decision tried, and (handed in and back
+    /// by the host, [`Prepare::with_memo`]) the next prepare.
+    memo: DecisionMemo,
     base_origin: Vec<Option<usize>>,
     state: SessionState,
     state_changed: bool,
@@ -464,8 +498,8 @@ pub struct Prepare {
     /// The working conversation's count per message.
     per_message: Vec<u64>,
     estimated: bool,
-    /// Whether the base conversation is still the input as read (no offload, no compaction):
-    /// then an unedited working conversation has the input's count.
+    /// Whether the base conversation is still the input as read (no compaction): then an
+    /// uncut working conversation has the input's count.
     base_is_input: bool,
     /// The input's count: its total and per message.
     input_count: (u64, Vec<u64>),
@@ -479,7 +513,8 @@ pub struct Prepare {
     /// The working conversation's count before calibration, and the input's.
     raw_tokens: u64,
     input_raw: u64,
-    flush_request: Option<FlushRequest>,
+    /// Whether a compaction was applied by this prepare (no second one follows).
+    compacted: bool,
 }
 
 impl Prepare {
@@ -520,31 +555,13 @@ impl Prepare {
         report.estimated = !count.exact;
         let origin: Vec<Option<usize>> = (0..n).map(Some).collect();
         let input_roles = conv.messages().iter().map(|m| m.role()).collect();
-        // NOTE: found once: offloads rewrite results, never pairs, so the base after them
-        // pairs as the input does.
-        let graph = pair_tools(&conv);
-        let sites = result_sites_paired(&conv, &graph);
-        let paired = (graph, sites);
         let stage = match budget {
             None => {
                 report.managed = false;
                 report.decision = Decision::Off;
                 Stage::Done
             }
-            Some(budget) => {
-                let mut offload = options.offload.clone();
-                offload.limit_tokens = Some(budget.offload_at);
-                offload.session_id = call.session_id.clone();
-                offload.model = offload.model.or_else(|| options.model.clone());
-                let mut plan = offload::plan_sites(conv.clone(), &offload, &paired.1);
-                let known: Vec<bool> = plan
-                    .ids()
-                    .map(|id| state.keeper.offloaded.contains(id))
-                    .collect();
-                let bytes = plan.saves().map(|s| s.bytes.len() as u64).collect();
-                let asked = plan.take_saves(|i| !known.get(i).copied().unwrap_or(false));
-                Stage::Offload(Box::new(plan), known, asked, bytes)
-            }
+            Some(_) => Stage::Start,
         };
         report.budget = budget;
         Ok(Prepare {
@@ -553,8 +570,8 @@ impl Prepare {
             budget,
             stage,
             base: conv.clone(),
-            base_sites: OnceCell::from(paired),
-            prune_memo: PruneMemo::new(),
+            base_sites: OnceCell::new(),
+            memo: DecisionMemo::new(),
             base_origin: origin.clone(),
             conversation: conv,
             origin,
@@ -571,16 +588,16 @@ impl Prepare {
             per_message: count.per_message,
             estimated: !count.exact,
             base_is_input: true,
-            flush_request: None,
+            compacted: false,
         })
     }
 
-    /// Uses `memo`, what earlier prepares of this keeper's histories pruned (by message
-    /// identity, so it holds across prepares of a history whose messages the host keeps
-    /// parsed); [`Prepared::prune_memo`] hands it back, swept of what this prepare did not use.
+    /// Uses `memo`, what earlier prepares of this keeper's histories cut (by message identity,
+    /// so it holds across prepares of a history whose messages the host keeps parsed);
+    /// [`Prepared::memo`] hands it back, swept of what this prepare did not use.
     #[must_use]
-    pub fn with_prune_memo(mut self, memo: PruneMemo) -> Prepare {
-        self.prune_memo = memo;
+    pub fn with_memo(mut self, memo: DecisionMemo) -> Prepare {
+        self.memo = memo;
         self
     }
 
@@ -602,30 +619,31 @@ impl Prepare {
     pub fn next(&mut self, counter: &mut Counter) -> Result<Need<'_>, PrepareError> {
         loop {
             match &self.stage {
-                Stage::Offload(_, known, asked, _) => {
-                    // NOTE: the saves the state already confirmed are not asked for again.
-                    if asked.is_empty() {
-                        let all = vec![Outcome::Saved; known.len()];
-                        self.apply_offloads(&all);
-                        continue;
-                    }
-                    break;
+                Stage::Start => {
+                    self.begin();
+                    continue;
+                }
+                Stage::Cutting(pending) if pending.saves.is_empty() => {
+                    self.adopt(&[], counter)?;
+                    continue;
                 }
                 Stage::Decide => {
                     self.decide(counter)?;
                     continue;
                 }
-                Stage::Flushing(..) | Stage::Compacting(_) | Stage::Done => break,
+                Stage::Cutting(_) | Stage::Flushing(..) | Stage::Compacting(_) | Stage::Done => {
+                    break
+                }
             }
         }
         Ok(match &self.stage {
-            Stage::Offload(_, _, asked, _) => Need::Saves(asked),
+            Stage::Cutting(pending) => Need::Saves(&pending.saves),
             Stage::Flushing(request, _) => Need::Flush(request),
             Stage::Compacting(plan) => Need::Compact {
                 saves: plan.saves(),
                 request: plan.summary_request(),
             },
-            Stage::Decide | Stage::Done => Need::Done,
+            Stage::Start | Stage::Decide | Stage::Done => Need::Done,
         })
     }
 
@@ -639,55 +657,39 @@ impl Prepare {
     }
 
     /// The outcomes of the saves [`Need::Saves`] asked for, in order.
-    pub fn saved(&mut self, outcomes: &[Outcome]) {
-        let Stage::Offload(_, known, _, _) = &self.stage else {
-            return;
-        };
-        let mut asked = outcomes.iter();
-        let all: Vec<Outcome> = known
-            .iter()
-            .map(|k| match k {
-                true => Outcome::Saved,
-                false => asked
-                    .next()
-                    .cloned()
-                    .unwrap_or_else(|| Outcome::Failed("the save has no outcome".to_owned())),
-            })
-            .collect();
-        self.apply_offloads(&all);
+    ///
+    /// # Errors
+    /// A conversation that cannot be counted (in practice never: it was counted).
+    pub fn saved(
+        &mut self,
+        outcomes: &[Outcome],
+        counter: &mut Counter,
+    ) -> Result<(), PrepareError> {
+        if matches!(self.stage, Stage::Cutting(_)) {
+            self.adopt(outcomes, counter)?;
+        }
+        Ok(())
     }
 
-    fn apply_offloads(&mut self, outcomes: &[Outcome]) {
-        // NOTE: the saves handed to the driver (`_`) are dropped here, before the plan applies.
-        let Stage::Offload(plan, known, _, bytes) =
-            std::mem::replace(&mut self.stage, Stage::Decide)
-        else {
-            return;
-        };
-        let ids: Vec<String> = plan.ids().map(str::to_owned).collect();
-        let done = plan.apply(outcomes);
-        for (i, outcome) in outcomes.iter().enumerate() {
-            let fresh = !known.get(i).copied().unwrap_or(true);
-            if *outcome == Outcome::Saved && fresh {
-                if let Some(id) = ids.get(i) {
-                    self.state.keeper.offloaded.insert(id.clone());
-                    self.state.keeper.stats.events.offloads += 1;
-                    self.state.keeper.stats.stored_bytes += bytes.get(i).copied().unwrap_or(0);
-                    self.state_changed = true;
-                }
-            }
+    /// The shape of the cuts: the options they are made with, and the session.
+    fn shape(&self) -> (PruneOptions, EvictOptions, OffloadOptions) {
+        let mut prune = self.options.prune.clone();
+        prune.model = prune.model.or_else(|| self.options.model.clone());
+        let mut evict = self.options.evict.clone();
+        evict.model = evict.model.or_else(|| self.options.model.clone());
+        let mut offload = self.options.offload.clone();
+        offload.session_id = self.call.session_id.clone();
+        offload.model = offload.model.or_else(|| self.options.model.clone());
+        if let Some(budget) = self.budget {
+            offload.limit_tokens = Some(budget.offload_at);
         }
-        for &m in &done.edited {
-            if let Some(slot) = self.origin.get_mut(m) {
-                *slot = None;
-            }
-        }
-        self.report.saved.offload = done.report.tokens_saved;
-        self.report.offloaded = done.report.edits;
-        self.report.failures = done.report.failures;
-        self.conversation = done.conversation;
-        self.base_is_input = done.edited.is_empty();
-        // the stored compactions, when the host sends its full history
+        (prune, evict, offload)
+    }
+
+    /// The stored compactions (when the host sends its full history), then the offloads of
+    /// the newest exchange's results when it cannot fit whole.
+    fn begin(&mut self) {
+        self.stage = Stage::Decide;
         if let Some(compact::Reapplied {
             conversation: conv,
             origin: map,
@@ -697,10 +699,151 @@ impl Prepare {
             self.origin = compose(&map, &self.origin);
             self.conversation = conv;
             self.base_is_input = false;
-            self.base_sites = OnceCell::new();
+            self.base = self.conversation.clone();
+            self.base_origin = self.origin.clone();
         }
-        self.base = self.conversation.clone();
-        self.base_origin = self.origin.clone();
+        let Some(budget) = self.budget else { return };
+        // NOTE: the per-message count of the base: the input's, or (after a compaction was
+        // re-applied) none; the newest exchange is then measured by its texts alone.
+        let per_message = if self.base_is_input {
+            self.input_count.1.clone()
+        } else {
+            Vec::new()
+        };
+        let head = head_tokens(&self.base, &per_message);
+        let (prune, evict, offload) = self.shape();
+        let shape = Shape {
+            prune: &prune,
+            evict: &evict,
+            offload: &offload,
+            session_id: &self.call.session_id,
+            measure: Measure::for_model(self.options.model.as_deref()),
+        };
+        let mut memo = std::mem::take(&mut self.memo);
+        let newest = {
+            let (_, sites) = self.paired();
+            decision::offload_newest(
+                &self.base,
+                sites,
+                &self.state.keeper.cuts,
+                head,
+                budget.compact_at,
+                &shape,
+                &mut memo,
+                |id| self.state.keeper.offloaded.contains(id),
+            )
+        };
+        self.memo = memo;
+        if let Some(decided) = newest {
+            self.stage = Stage::Cutting(Box::new(Pending {
+                cuts: decided.cuts,
+                saves: decided.saves,
+                ids: decided.save_ids,
+                next: Next::Decide,
+            }));
+        }
+    }
+
+    /// Adopts the pending cuts whose copies `outcomes` confirm (one per save asked for).
+    fn adopt(&mut self, outcomes: &[Outcome], counter: &mut Counter) -> Result<(), PrepareError> {
+        let Stage::Cutting(pending) = std::mem::replace(&mut self.stage, Stage::Done) else {
+            return Ok(());
+        };
+        let Pending {
+            mut cuts,
+            saves,
+            ids,
+            next,
+        } = *pending;
+        let mut failed: Vec<&str> = Vec::new();
+        for (i, (save, id)) in saves.iter().zip(&ids).enumerate() {
+            match outcomes.get(i) {
+                Some(Outcome::Saved) => {
+                    if self.state.keeper.offloaded.insert(id.clone()) {
+                        self.state.keeper.stats.stored_bytes += save.bytes.len() as u64;
+                    }
+                }
+                other => {
+                    let reason = match other {
+                        Some(Outcome::Failed(reason)) => reason.clone(),
+                        _ => "the save has no outcome".to_owned(),
+                    };
+                    failed.push(id);
+                    let cut = cuts.iter().find(|c| &c.id == id);
+                    self.report.failures.push(Failure {
+                        message_index: 0,
+                        part_index: 0,
+                        tool_name: None,
+                        tool_call_id: cut.map(|c| c.call.clone()),
+                        key: save.key.clone(),
+                        reason,
+                    });
+                }
+            }
+        }
+        if !failed.is_empty() {
+            // NOTE: a cut whose copy was not stored is not made: its text stays, or keeps the
+            // standing cut it had (whose copy was stored when it was made).
+            let standing = std::mem::take(&mut self.state.keeper.cuts);
+            cuts = cuts
+                .into_iter()
+                .filter_map(|cut| {
+                    if !failed.contains(&cut.id.as_str()) {
+                        return Some(cut);
+                    }
+                    standing
+                        .iter()
+                        .find(|s| s.call == cut.call && s.field == cut.field && s.id != cut.id)
+                        .cloned()
+                })
+                .collect();
+            self.state.keeper.stats.events.failures += failed.len() as u64;
+        }
+        self.set_cuts(cuts);
+        let tokens = self.apply_cuts(counter)?;
+        self.locate_failures();
+        match next {
+            Next::Decide => self.stage = Stage::Decide,
+            Next::Finish => self.stage = Stage::Done,
+            Next::Check | Next::Compact => {
+                self.stage = Stage::Done;
+                if let Some(budget) = self.budget {
+                    let flush_due = self.flush_due(tokens, budget);
+                    if tokens > budget.compact_at || next == Next::Compact {
+                        return self.compact_now(counter);
+                    }
+                    return self.then_flush(flush_due, false);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Names the message and part of each failure by its call.
+    fn locate_failures(&mut self) {
+        let sites = result_sites(&self.conversation);
+        for failure in &mut self.report.failures {
+            let Some(call) = failure.tool_call_id.as_deref() else {
+                continue;
+            };
+            if let Some(site) = sites.iter().find(|s| s.call_id.as_deref() == Some(call)) {
+                failure.message_index = self
+                    .origin
+                    .get(site.at.message)
+                    .copied()
+                    .flatten()
+                    .unwrap_or(site.at.message);
+                failure.part_index = site.at.part;
+                failure.tool_name.clone_from(&site.tool_name);
+            }
+        }
+    }
+
+    fn set_cuts(&mut self, cuts: Vec<Cut>) {
+        if self.state.keeper.cuts != cuts {
+            self.state.keeper.cuts = cuts;
+            self.state_changed = true;
+        }
     }
 
     /// Re-applies the standing decision, counts, and decides what more is needed.
@@ -709,50 +852,124 @@ impl Prepare {
         let Some(budget) = self.budget else {
             return Ok(());
         };
-        let standing = self.state.keeper.horizon.clone();
-        let tokens = self.apply_horizon(standing.as_ref(), counter)?;
+        let tokens = self.apply_cuts(counter)?;
         let flush_due = self.flush_due(tokens, budget);
         if tokens <= budget.prune_at {
             self.report.decision = Decision::Under;
             return self.then_flush(flush_due, false);
         }
-        let recent = standing.as_ref().and_then(|h| self.turns_since(&h.call));
-        if recent.is_some_and(|turns| turns < self.options.min_turns_between) {
-            // NOTE: a decision this recent is not re-made: within the budget it holds, and
-            // past it pruning has shown it cannot keep up, so compaction comes next.
-            if tokens <= budget.compact_at {
-                self.report.decision = Decision::Held;
-                return self.then_flush(flush_due, false);
-            }
-            return self.over_prune(budget, tokens, counter);
+        let recent = (self.state.keeper.horizon.as_ref()).and_then(|h| self.turns_since(&h.call));
+        if recent.is_some_and(|turns| turns < self.options.min_turns_between)
+            && tokens <= budget.compact_at
+        {
+            // NOTE: a decision this recent is not re-made while the budget holds: the prefix
+            // stays. Past the budget a deeper one is made at once.
+            self.report.decision = Decision::Held;
+            return self.then_flush(flush_due, false);
         }
-        // a new decision, as of the latest tool call
-        let Some(call) = self.latest_call() else {
-            // no tool results to prune: only a compaction can help
-            return self.over_prune(budget, tokens, counter);
-        };
-        for level in [1, 2] {
-            let horizon = Horizon {
-                call: call.clone(),
-                level,
-            };
-            let tokens = self.apply_horizon(Some(&horizon), counter)?;
-            if tokens <= budget.prune_target || (level == 2 && tokens <= budget.compact_at) {
-                self.record_horizon(horizon);
-                self.report.decision = match level {
-                    1 => Decision::Pruned,
-                    _ => Decision::Cleared,
-                };
-                return self.then_flush(flush_due || self.flush_due(tokens, budget), false);
-            }
-        }
-        let tokens = self.tokens;
-        self.record_horizon(Horizon { call, level: 2 });
-        self.report.decision = Decision::Cleared;
-        self.over_prune(budget, tokens, counter)
+        self.new_decision(budget, tokens, Next::Check, counter)
     }
 
-    /// Over the compaction threshold after pruning: flush (when due), then compact.
+    /// Makes a new decision at the latest tool call, down to the target; `next` says what
+    /// follows it.
+    fn new_decision(
+        &mut self,
+        budget: Budget,
+        tokens: u64,
+        next: Next,
+        counter: &mut Counter,
+    ) -> Result<(), PrepareError> {
+        let Some(call) = self.latest_call() else {
+            // no tool results to cut: only a compaction can help
+            return match next {
+                Next::Finish => Ok(()),
+                _ => self.over_prune(budget, tokens, counter),
+            };
+        };
+        let Some(end) = exchange_end(self.sites(), &call) else {
+            return Ok(());
+        };
+        let target = self.target(budget);
+        let (prune, evict, offload) = self.shape();
+        let shape = Shape {
+            prune: &prune,
+            evict: &evict,
+            offload: &offload,
+            session_id: &self.call.session_id,
+            measure: Measure::for_model(self.options.model.as_deref()),
+        };
+        let mut memo = std::mem::take(&mut self.memo);
+        let decided = {
+            let (graph, sites) = self.paired();
+            decision::decide(
+                &self.base,
+                sites,
+                graph,
+                end,
+                &self.state.keeper.cuts,
+                tokens,
+                target,
+                &shape,
+                &mut memo,
+                |id| self.state.keeper.offloaded.contains(id),
+            )
+        };
+        self.memo = memo;
+        if decided.cuts == self.state.keeper.cuts {
+            // nothing more to cut: only a compaction can help
+            return match next {
+                Next::Finish => Ok(()),
+                _ => self.over_prune(budget, tokens, counter),
+            };
+        }
+        self.report.decision = if decided.cleared {
+            Decision::Cleared
+        } else {
+            Decision::Pruned
+        };
+        self.record_horizon(Horizon { call });
+        // NOTE: cuts that cannot make room for the turns to come would be made again at every
+        // turn: the compaction makes the room (the cuts stand if it fails).
+        let next = match next {
+            Next::Check if decided.estimate > target => Next::Compact,
+            other => other,
+        };
+        self.stage = Stage::Cutting(Box::new(Pending {
+            cuts: decided.cuts,
+            saves: decided.saves,
+            ids: decided.save_ids,
+            next,
+        }));
+        Ok(())
+    }
+
+    /// What a new decision aims to leave: room for `minTurnsBetween` and one more turns of the
+    /// size the newest turns had (the growth measured on the newest eight), under the prune
+    /// threshold; at most `pruneTarget`. A window too small for that much room gets what
+    /// cutting every result older than the kept turns leaves.
+    fn target(&self, budget: Budget) -> u64 {
+        self.target_with(budget, self.options.min_turns_between as u64 + 1)
+    }
+
+    fn target_with(&self, budget: Budget, turns_of_room: u64) -> u64 {
+        let turns = Turns::of(&self.base);
+        let starts = turns.starts();
+        let k = starts.len().min(8);
+        let growth = match starts.len().checked_sub(k).and_then(|i| starts.get(i)) {
+            Some(first) if k > 0 => {
+                let newest: u64 = self.per_message.iter().skip(first.message).sum();
+                newest / k as u64
+            }
+            _ => 0,
+        };
+        let room = growth.saturating_mul(turns_of_room);
+        budget
+            .prune_at
+            .saturating_sub(room)
+            .min(budget.prune_target)
+    }
+
+    /// Over the compaction threshold after the cuts: flush (when due), then compact.
     fn over_prune(
         &mut self,
         budget: Budget,
@@ -760,6 +977,14 @@ impl Prepare {
         counter: &mut Counter,
     ) -> Result<(), PrepareError> {
         if tokens <= budget.compact_at {
+            return Ok(());
+        }
+        self.compact_now(counter)
+    }
+
+    /// Flush (when due), then compact: once per prepare.
+    fn compact_now(&mut self, counter: &mut Counter) -> Result<(), PrepareError> {
+        if self.compacted {
             return Ok(());
         }
         // NOTE: over the prune threshold, "under" is never the word: the standing decision
@@ -812,14 +1037,13 @@ impl Prepare {
             self.state.keeper.stats.events.failures += 1;
         }
         self.report.flush = Some(report);
-        self.flush_request = Some(request);
         if compact {
             self.start_compaction(counter)?;
         }
         Ok(())
     }
 
-    /// Plans the compaction of the conversation before pruning, keeping what fits under the
+    /// Plans the compaction of the conversation before the cuts, keeping what fits under the
     /// compaction's low watermark.
     fn start_compaction(&mut self, counter: &mut Counter) -> Result<(), PrepareError> {
         let Some(budget) = self.budget else {
@@ -839,8 +1063,8 @@ impl Prepare {
                 &known,
             )?;
             let head = head_tokens(&self.base, &count.per_message);
-            let room = budget
-                .compact_target
+            let room = self
+                .target_with(budget, COMPACTION_ROOM_TURNS)
                 .saturating_sub(head)
                 .saturating_sub(options.target_tokens);
             options.keep_recent_tokens = Some(room.max(1));
@@ -881,6 +1105,7 @@ impl Prepare {
             self.base = done.conversation;
             self.base_sites = OnceCell::new();
             self.base_is_input = false;
+            self.compacted = true;
             if let Some(state) = done.state {
                 let keeper = std::mem::take(&mut self.state.keeper);
                 self.state = state;
@@ -893,16 +1118,25 @@ impl Prepare {
                 .tokens_before
                 .saturating_sub(done.report.tokens_after);
             self.report.decision = Decision::Compacted;
-            // a fresh decision on what the compaction kept
-            match self.latest_call() {
-                Some(call) => {
-                    let horizon = Horizon { call, level: 1 };
-                    self.apply_horizon(Some(&horizon), counter)?;
-                    self.record_horizon(horizon);
-                }
-                None => {
-                    self.apply_horizon(None, counter)?;
-                    self.state.keeper.horizon = None;
+            // a fresh decision on what the compaction kept (made only when it is still over
+            // the threshold); the offloads of results too large for the window stay
+            self.state.keeper.horizon = None;
+            let kept: std::collections::HashSet<String> = (self.paired().0.exchanges.iter())
+                .flat_map(|e| e.calls.iter().filter_map(|link| link.id.clone()))
+                .collect();
+            let offloads = (self.state.keeper.cuts.iter())
+                .filter(|c| c.action == Action::Offload && kept.contains(&c.call))
+                .cloned()
+                .collect();
+            self.set_cuts(offloads);
+            let tokens = self.apply_cuts(counter)?;
+            if let Some(budget) = self.budget {
+                if tokens > budget.prune_at {
+                    self.new_decision(budget, tokens, Next::Finish, counter)?;
+                    if matches!(self.stage, Stage::Cutting(_)) {
+                        // NOTE: the decision's words give way to the compaction's.
+                        self.report.decision = Decision::Compacted;
+                    }
                 }
             }
         } else {
@@ -920,49 +1154,39 @@ impl Prepare {
 
     /// Records a new standing decision.
     fn record_horizon(&mut self, horizon: Horizon) {
-        if self.state.keeper.horizon.as_ref() != Some(&horizon) {
-            self.state.keeper.stats.events.prunes += 1;
-            self.state.keeper.horizon = Some(horizon);
-            self.state_changed = true;
-        }
+        self.state.keeper.stats.events.prunes += 1;
+        self.state.keeper.horizon = Some(horizon);
+        self.state_changed = true;
     }
 
-    /// Prunes and evicts the base conversation as of `horizon` into the working one; returns
-    /// its count.
-    fn apply_horizon(
-        &mut self,
-        horizon: Option<&Horizon>,
-        counter: &mut Counter,
-    ) -> Result<u64, PrepareError> {
-        let mut conversation = self.base.clone();
+    /// Applies the standing cuts to the base conversation into the working one; returns its
+    /// count.
+    fn apply_cuts(&mut self, counter: &mut Counter) -> Result<u64, PrepareError> {
+        let (prune, evict, offload) = self.shape();
+        let shape = Shape {
+            prune: &prune,
+            evict: &evict,
+            offload: &offload,
+            session_id: &self.call.session_id,
+            measure: Measure::for_model(self.options.model.as_deref()),
+        };
+        let mut memo = std::mem::take(&mut self.memo);
+        let applied = {
+            let (graph, sites) = self.paired();
+            decision::apply(
+                self.base.clone(),
+                &self.state.keeper.cuts,
+                sites,
+                graph,
+                &shape,
+                &mut memo,
+            )
+        };
+        self.memo = memo;
         let mut origin = self.base_origin.clone();
-        let (mut pruned, mut evicted) = (Report::default(), Report::default());
-        if let Some(horizon) = horizon {
-            if let Some(end) = exchange_end(self.sites(), &horizon.call) {
-                let mut prune = self.options.prune.clone();
-                prune.model = prune.model.or_else(|| self.options.model.clone());
-                prune.horizon = Some(end);
-                prune.clear_at_least_tokens = 0;
-                let mut evict = self.options.evict.clone();
-                evict.model = evict.model.or_else(|| self.options.model.clone());
-                evict.horizon = Some(end);
-                if horizon.level >= 2 {
-                    prune.hard_clear_after_turns = Some(prune.keep_last_assistant_turns);
-                    evict.keep_last_assistant_turns = evict.keep_last_assistant_turns.min(1);
-                }
-                let mut memo = std::mem::take(&mut self.prune_memo);
-                let done = prune::prune_sites(conversation, &prune, self.sites(), Some(&mut memo));
-                self.prune_memo = memo;
-                mark(&mut origin, &done.edited);
-                pruned = done.report;
-                let done = evict::evict_paired(done.conversation, &evict, &self.paired().0);
-                mark(&mut origin, &done.edited);
-                evicted = done.report;
-                conversation = done.conversation;
-            }
-        }
+        mark(&mut origin, &applied.edited);
         // NOTE: nothing edited since the input was counted: its count stands.
-        if self.base_is_input && pruned.edits.is_empty() && evicted.edits.is_empty() {
+        if self.base_is_input && applied.edited.is_empty() {
             self.tokens = self.input_count.0;
             self.raw_tokens = self.input_raw;
             self.per_message.clone_from(&self.input_count.1);
@@ -970,8 +1194,8 @@ impl Prepare {
         } else {
             let known = self.known_keys(&origin);
             let (count, keys) = counter.count_keyed(
-                &conversation,
-                &self.options.count_options(conversation.format()),
+                &applied.conversation,
+                &self.options.count_options(applied.conversation.format()),
                 &known,
             )?;
             self.tokens = count.total;
@@ -980,11 +1204,13 @@ impl Prepare {
             self.estimated = !count.exact;
             self.keys = keys;
         }
-        self.report.saved.prune = pruned.tokens_saved;
-        self.report.saved.evict = evicted.tokens_saved;
-        self.report.pruned = pruned.edits;
-        self.report.evicted = evicted.edits;
-        self.conversation = conversation;
+        self.report.saved.offload = applied.offloaded.tokens_saved;
+        self.report.saved.prune = applied.pruned.tokens_saved;
+        self.report.saved.evict = applied.evicted.tokens_saved;
+        self.report.offloaded = applied.offloaded.edits;
+        self.report.pruned = applied.pruned.edits;
+        self.report.evicted = applied.evicted.edits;
+        self.conversation = applied.conversation;
         self.origin = origin;
         Ok(self.tokens)
     }
@@ -1050,14 +1276,14 @@ impl Prepare {
             self.origin = self.base_origin.clone();
         }
         self.report.messages = self.conversation.messages().len();
-        self.prune_memo.sweep();
+        self.memo.sweep(&self.base);
         Prepared {
             conversation: self.conversation,
             origin: self.origin,
             system_edited,
             report: self.report,
             state: self.state_changed.then_some(self.state),
-            prune_memo: self.prune_memo,
+            memo: self.memo,
         }
     }
 

@@ -15,6 +15,7 @@
 //! or its signatures), and reports every edit ([`report`]).
 
 pub mod compact;
+pub mod decision;
 pub mod evict;
 pub mod facts;
 pub mod flush;
@@ -29,6 +30,7 @@ pub mod rolling;
 pub mod state;
 pub mod text;
 pub mod transcript;
+pub mod usage;
 
 use serde::{Deserialize, Serialize};
 

@@ -110,7 +110,7 @@ impl Default for OffloadOptions {
 }
 
 impl OffloadOptions {
-    fn excludes(&self, tool: Option<&str>) -> bool {
+    pub(crate) fn excludes(&self, tool: Option<&str>) -> bool {
         let Some(tool) = tool else { return false };
         [READ_TOOL, LIST_TOOL, GREP_TOOL].contains(&tool) || super::any_glob(&self.exclude, tool)
     }
@@ -374,18 +374,6 @@ impl OffloadPlan {
     /// The saves to make, in order; [`OffloadPlan::apply`] takes one outcome for each.
     pub fn saves(&self) -> impl Iterator<Item = &Save> {
         self.steps.iter().map(|s| &s.save)
-    }
-
-    /// Takes out the saves for which `take(i)` holds (`i` in the order of the saves), leaving
-    /// each one's key: the driver is handed them without a copy of every offloaded result.
-    pub(crate) fn take_saves(&mut self, take: impl Fn(usize) -> bool) -> Vec<Save> {
-        (self.steps.iter_mut().enumerate())
-            .filter(|(i, _)| take(*i))
-            .map(|(_, step)| Save {
-                key: step.save.key.clone(),
-                bytes: std::mem::take(&mut step.save.bytes),
-            })
-            .collect()
     }
 
     /// The id of each offload, in the order of the saves.

@@ -10,22 +10,21 @@
 //! is touched. `clearAtLeastTokens` holds every edit back until together they free that much,
 //! so the prompt prefix moves in steps. Pruning its own output changes nothing.
 
-use std::collections::HashMap;
-
 use serde::{Deserialize, Serialize};
 
 #[cfg(target_arch = "wasm32")]
 use tsify::Tsify;
 
 use super::offload::pointer_id;
+use super::recovery::READ_TOOL;
 use super::result;
-use super::text::{group, utf16_len, utf16_prefix, utf16_suffix};
+use super::text::{cap_line, group, utf16_len, utf16_prefix, utf16_suffix};
 use super::Turns;
 use super::{
     part_mut, result_at, result_sites, Action, Edit, Held, Measure, Original, Report, ResultSite,
     ToolFilter,
 };
-use crate::messages::{Conversation, Message, PartRef, ResultShape};
+use crate::messages::{Conversation, PartRef, ResultShape};
 
 /// Options of `pruneMessages`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -109,8 +108,67 @@ fn was_trimmed(text: &str) -> bool {
     text.contains(&format!("\n{TRIM_NOTE}"))
 }
 
+/// What a trim or a clear keeps beside its note: the id of the stored copy of the whole
+/// result (the keeper's; `pruneMessages` stores nothing), and the lines (numbered from 1) that
+/// later turns used, each cut to `line_chars`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Kept<'a> {
+    /// The id `read_offloaded` reads the whole result by.
+    pub id: Option<&'a str>,
+    /// Lines of the result to keep, by number, in order.
+    pub lines: &'a [u32],
+    /// Each kept line is cut to this many characters (UTF-16 code units).
+    pub line_chars: usize,
+}
+
+/// A trim keeps at most this many cited lines (besides its head and tail).
+pub const MAX_KEPT_LINES: usize = 30;
+
+/// The clause that names a stored copy.
+fn stored_clause(id: &str) -> String {
+    format!("the full output is stored as id=\"{id}\", read it with {READ_TOOL}")
+}
+
+/// The kept lines of `text` (those of `kept.lines` that lie in `from..=to`), as `L<n>: line`.
+fn kept_lines(text: &str, kept: &Kept<'_>, from: u32, to: u32) -> Vec<String> {
+    let mut wanted = kept
+        .lines
+        .iter()
+        .copied()
+        .filter(|&n| n >= from && n <= to)
+        .peekable();
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let n = i as u32 + 1;
+        let Some(&next) = wanted.peek() else { break };
+        if n < next {
+            continue;
+        }
+        wanted.next();
+        if out.len() < MAX_KEPT_LINES {
+            out.push(format!("L{n}: {}", cap_line(line, kept.line_chars.max(1))));
+        }
+    }
+    out
+}
+
+/// "the line" or "the N lines".
+fn the_lines(n: usize) -> String {
+    match n {
+        1 => "the line".to_owned(),
+        n => format!("the {} lines", group(n)),
+    }
+}
+
 /// The soft trim of `text`: head, a line saying what was cut, tail.
 pub fn soft_trim(text: &str, head: usize, tail: usize) -> String {
+    trim(text, head, tail, &Kept::default())
+}
+
+/// The trim of `text`: its first `head` and last `tail` characters around a line that says
+/// what was cut (and where the whole is, when `kept` names a stored copy), followed by the
+/// lines of the cut part that `kept` asks for, numbered.
+pub fn trim(text: &str, head: usize, tail: usize, kept: &Kept<'_>) -> String {
     let total = utf16_len(text);
     let head_end = utf16_prefix(text, head);
     let tail_start = utf16_suffix(text, tail).max(head_end);
@@ -119,13 +177,42 @@ pub fn soft_trim(text: &str, head: usize, tail: usize) -> String {
         text.get(tail_start..).unwrap_or_default(),
     );
     let cut = total - utf16_len(kept_head) - utf16_len(kept_tail);
-    format!(
-        "{kept_head}\n{TRIM_NOTE}{} of {} characters of this tool result; the first {} and the last {} are kept ...]\n{kept_tail}",
+    // NOTE: the lines wholly inside the cut part: after the head's last line feed, before
+    // the tail's first line.
+    let first_cut = kept_head.matches('\n').count() as u32
+        + 1
+        + u32::from(!kept_head.is_empty() && !kept_head.ends_with('\n'));
+    let last_cut = text
+        .get(..tail_start)
+        .map_or(0, |t| t.matches('\n').count() as u32);
+    let lines = kept_lines(text, kept, first_cut, last_cut);
+    let mut note = format!(
+        "{TRIM_NOTE}{} of {} characters of this tool result; the first {} and the last {} are kept",
         group(cut),
         group(total),
         group(utf16_len(kept_head)),
         group(utf16_len(kept_tail)),
-    )
+    );
+    if !lines.is_empty() {
+        note.push_str(&format!(
+            ", and {} later turns used, by number",
+            the_lines(lines.len())
+        ));
+    }
+    if let Some(id) = kept.id {
+        note.push_str("; ");
+        note.push_str(&stored_clause(id));
+    }
+    let mut out = format!("{kept_head}\n{note} ...]\n");
+    if !lines.is_empty() {
+        for line in &lines {
+            out.push_str(line);
+            out.push('\n');
+        }
+        out.push_str("[...]\n");
+    }
+    out.push_str(kept_tail);
+    out
 }
 
 /// What `action` makes of the result at `site`: the edit and its text, or `None` when it
@@ -185,91 +272,66 @@ fn plan_site(
 
 /// The placeholder of a cleared result.
 pub fn placeholder(tool: Option<&str>, text: &str) -> String {
+    clear(tool, text, &Kept::default())
+}
+
+/// The placeholder of a cleared result: what was cleared, where the whole is (the stored copy
+/// `kept` names, or the one a pointer names), and the lines `kept` asks for, numbered.
+pub fn clear(tool: Option<&str>, text: &str, kept: &Kept<'_>) -> String {
     let what = match tool {
         Some(tool) => format!("{tool} returned {} characters", group(utf16_len(text))),
         None => format!("{} characters", group(utf16_len(text))),
     };
-    match pointer_id(text) {
-        Some(id) => format!(
-            "{CLEARED_PREFIX}{what}; the full output is stored as id=\"{id}\", read it with read_offloaded]"
-        ),
-        None => format!("{CLEARED_PREFIX}{what}, removed to save context]"),
+    let lines = kept_lines(text, kept, 1, u32::MAX);
+    let mut out = format!("{CLEARED_PREFIX}{what}");
+    match kept.id.or_else(|| stored_id(text)) {
+        Some(id) => {
+            out.push_str("; ");
+            out.push_str(&stored_clause(id));
+        }
+        None => out.push_str(", removed to save context"),
     }
+    if lines.is_empty() {
+        out.push(']');
+        return out;
+    }
+    out.push_str(&format!(
+        "; kept: {} later turns used, by number]",
+        the_lines(lines.len())
+    ));
+    for line in &lines {
+        out.push('\n');
+        out.push_str(line);
+    }
+    out
+}
+
+/// The id of the stored copy a pointer, a trim or a cleared result names, when `text` is one.
+pub fn stored_id(text: &str) -> Option<&str> {
+    if let Some(id) = pointer_id(text) {
+        return Some(id);
+    }
+    let note = if text.starts_with(CLEARED_PREFIX) {
+        text.lines().next()?
+    } else {
+        let at = text.find(&format!("\n{TRIM_NOTE}"))?;
+        text.get(at + 1..)?.lines().next()?
+    };
+    let rest = note.get(note.find("stored as id=\"")? + "stored as id=\"".len()..)?;
+    rest.get(..rest.find('"')?)
 }
 
 /// Prunes `conv`.
 pub fn prune(conv: Conversation, options: &PruneOptions) -> Pruned {
     let sites = result_sites(&conv);
-    prune_sites(conv, options, &sites, None)
+    prune_sites(conv, options, &sites)
 }
 
-/// What pruning made of tool results, by the message that holds each one (its identity: the
-/// data a [`Message`] shares with its clones), the part and the action: the text to write and
-/// the edit, or `None` when it makes none. A caller that prunes the same messages again (the
-/// keeper, with each horizon it tries and on every prepare of a growing history, whose
-/// messages it keeps parsed) measures each result once per action. Each entry holds its
-/// message, so no other message can take its place in memory; [`PruneMemo::sweep`] drops what
-/// was not used since the last sweep.
-#[derive(Clone, Debug, Default)]
-pub struct PruneMemo {
-    entries: HashMap<(usize, usize, Action), Memoized>,
-}
-
-#[derive(Clone, Debug)]
-struct Memoized {
-    /// The message the entry is about: kept alive so that its identity stays its own.
-    _message: Message,
-    planned: Option<(ResultShape, String, Edit)>,
-    used: bool,
-}
-
-impl PruneMemo {
-    /// An empty memo.
-    pub fn new() -> PruneMemo {
-        PruneMemo::default()
-    }
-
-    fn get(
-        &mut self,
-        message: &Message,
-        part: usize,
-        action: Action,
-    ) -> Option<Option<(ResultShape, String, Edit)>> {
-        let entry = self.entries.get_mut(&(message.identity(), part, action))?;
-        entry.used = true;
-        Some(entry.planned.clone())
-    }
-
-    fn insert(
-        &mut self,
-        message: &Message,
-        part: usize,
-        action: Action,
-        planned: Option<(ResultShape, String, Edit)>,
-    ) {
-        let entry = Memoized {
-            _message: message.clone(),
-            planned,
-            used: true,
-        };
-        self.entries
-            .insert((message.identity(), part, action), entry);
-    }
-
-    /// Drops every entry not used since the last sweep.
-    pub fn sweep(&mut self) {
-        self.entries
-            .retain(|_, entry| std::mem::take(&mut entry.used));
-    }
-}
-
-/// [`prune`] with `conv`'s [`result_sites`], which the caller has at hand, and a memo of what
-/// earlier prunes of the same conversation with the same options (horizon aside) made.
+/// [`prune`] with `conv`'s [`result_sites`], which the caller has at hand.
 pub(crate) fn prune_sites(
     conv: Conversation,
     options: &PruneOptions,
     sites: &[ResultSite],
-    mut memo: Option<&mut PruneMemo>,
 ) -> Pruned {
     let measure = Measure::for_model(options.model.as_deref());
     let turns = Turns::until(&conv, options.horizon);
@@ -289,24 +351,8 @@ pub(crate) fn prune_sites(
             true => Action::HardClear,
             false => Action::SoftTrim,
         };
-        let message = conv.messages().get(site.at.message);
-        let known = match (memo.as_deref_mut(), message) {
-            (Some(memo), Some(message)) => memo.get(message, site.at.part, action),
-            _ => None,
-        };
-        let planned_site = match known {
-            Some(known) => known,
-            None => {
-                let planned_site = plan_site(&conv, site, action, options, &measure);
-                if let (Some(memo), Some(message)) = (memo.as_deref_mut(), message) {
-                    memo.insert(message, site.at.part, action, planned_site.clone());
-                }
-                planned_site
-            }
-        };
-        if let Some((shape, replacement, mut edit)) = planned_site {
-            // NOTE: the memo knows the message, not where it sits now.
-            edit.message_index = site.at.message;
+        if let Some((shape, replacement, edit)) = plan_site(&conv, site, action, options, &measure)
+        {
             planned.push((site.at, shape, replacement, edit));
         }
     }

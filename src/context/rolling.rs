@@ -1419,8 +1419,13 @@ impl RollingPlan {
             .collect();
         let span_refs: Vec<&str> = span_texts.iter().map(String::as_str).collect();
         let keep_refs: Vec<&str> = keep_texts.iter().map(String::as_str).collect();
-        let mut pinned =
-            facts::missing_facts(&span_refs, &keep_refs, &text, self.options.max_pinned);
+        let mut pinned = facts::missing_facts(
+            &span_refs,
+            &keep_refs,
+            &keep_refs,
+            &text,
+            self.options.max_pinned,
+        );
         let mut summary = facts::pin(&text, &pinned);
         while !pinned.is_empty()
             && (self.measure.tokens(&summary) > cap

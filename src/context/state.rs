@@ -85,12 +85,15 @@ pub struct SessionState {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct KeeperRecord {
-    /// The standing prune/evict decision: made when the conversation ended with the tool call
-    /// `call`, at `level` (1: the configured rules; 2: every result older than the kept turns
-    /// cleared). Results after that call are left alone until the next decision.
+    /// Where the latest decision was made: the tool call the conversation ended with. The
+    /// cuts it made stand until the next decision ([`KeeperRecord::cuts`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub horizon: Option<Horizon>,
-    /// Ids of the tool results offloaded and confirmed stored: not saved again.
+    /// The cuts in force, in message order: every prepare makes them again, so the prompt
+    /// prefix stays until the next decision ([`super::decision`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub cuts: Vec<super::decision::Cut>,
+    /// Ids of the copies stored and confirmed (offloads and every cut's): not saved again.
     pub offloaded: std::collections::BTreeSet<String>,
     /// The previous output: 8 hex digits of each message's hash, to tell how many leading
     /// messages are unchanged.
@@ -113,14 +116,12 @@ impl KeeperRecord {
     }
 }
 
-/// A standing prune/evict decision.
+/// Where a decision was made.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Horizon {
     /// The id of the latest tool call when the decision was made.
     pub call: String,
-    /// 1: the configured rules; 2: every result older than the kept turns cleared.
-    pub level: u8,
 }
 
 /// A session's running figures, as `keeper.stats(sessionId)` gives them.
