@@ -35,9 +35,7 @@ use super::recovery::RecordHeader;
 use super::result;
 use super::text::{line_count, utf16_len};
 use super::usage::{self, UsageIndex};
-use super::{
-    part_at, part_mut, result_at, Action, Edit, Measure, Original, Report, ResultSite, Save, Turns,
-};
+use super::{part_at, result_at, Action, Edit, Measure, Original, Report, ResultSite, Save, Turns};
 use crate::messages::{Conversation, Message, PairingGraph, PartRef};
 
 /// One cut of a standing decision, as the session state records it.
@@ -116,9 +114,8 @@ struct Figures {
 /// place in memory; [`DecisionMemo::sweep`] drops what was not used since the last sweep.
 #[derive(Clone, Debug, Default)]
 pub struct DecisionMemo {
-    facts: HashMap<(usize, usize, u64), Memoized<Facts>>,
-    rendered: HashMap<(usize, usize, u64), Memoized<Rendered>>,
-    written: HashMap<usize, Memoized<Vec<u64>>>,
+    facts: HashMap<RenderKey, Memoized<Facts>>,
+    rendered: HashMap<RenderKey, Memoized<Rendered>>,
 }
 
 #[derive(Clone, Debug)]
@@ -134,7 +131,19 @@ struct Facts {
     tokens: Option<u64>,
     details: Option<Vec<(u64, u32)>>,
     sha256: Option<String>,
+    /// What an assistant message wrote ([`usage::written`]).
+    written: Option<Vec<u64>>,
+    /// The message as its cuts made it, and the hash of those cuts.
+    cut: Option<(u64, Message)>,
+    /// How deep the text is cut already ([`level_on_input`]) and the copy it names.
+    input: Option<(u8, Option<String>)>,
+    /// Its length in UTF-16 code units.
+    chars: Option<usize>,
 }
+
+/// The slot of a message's own facts (what it wrote, what its cuts made of it), beside its
+/// parts' texts.
+const WRITTEN: (usize, u64) = (usize::MAX, 0);
 
 impl DecisionMemo {
     /// An empty memo.
@@ -146,10 +155,10 @@ impl DecisionMemo {
     /// it, and the texts of cuts not used since the last sweep (the steps a decision measured
     /// and did not take).
     pub fn sweep(&mut self, conv: &Conversation) {
-        let alive: std::collections::HashSet<usize> =
-            conv.messages().iter().map(Message::identity).collect();
-        self.facts.retain(|(m, ..), _| alive.contains(m));
-        self.written.retain(|m, _| alive.contains(m));
+        let mut alive: Vec<usize> = conv.messages().iter().map(Message::identity).collect();
+        alive.sort_unstable();
+        self.facts
+            .retain(|(m, ..), _| alive.binary_search(m).is_ok());
         self.rendered.retain(|_, e| std::mem::take(&mut e.used));
     }
 
@@ -161,19 +170,40 @@ impl DecisionMemo {
             if message.role() != crate::messages::Role::Assistant {
                 continue;
             }
-            let entry = self.written.entry(message.identity()).or_insert_with(|| {
+            let facts = self.facts(message, WRITTEN.0, WRITTEN.1);
+            let written = facts.written.get_or_insert_with(|| {
                 let mut found = Vec::new();
                 usage::written(message, &mut found);
-                Memoized {
-                    _message: message.clone(),
-                    value: found,
-                    used: true,
-                }
+                found
             });
-            entry.used = true;
-            index.record(m, &entry.value);
+            index.record(m, written);
         }
         index
+    }
+
+    /// The message its cuts of hash `spec` made of `original`, when an earlier apply made it.
+    fn cut_message(&mut self, original: &Message, spec: u64) -> Option<Message> {
+        let facts = self.facts(original, WRITTEN.0, WRITTEN.1);
+        facts
+            .cut
+            .as_ref()
+            .filter(|(s, _)| *s == spec)
+            .map(|(_, m)| m.clone())
+    }
+
+    fn keep_cut_message(&mut self, original: &Message, spec: u64, cut: Message) {
+        self.facts(original, WRITTEN.0, WRITTEN.1).cut = Some((spec, cut));
+    }
+
+    /// The text of a cut [`Shape::rendered_key`] made.
+    fn rendered_text(&mut self, key: &RenderKey) -> String {
+        self.rendered
+            .get_mut(key)
+            .map(|e| {
+                e.used = true;
+                e.value.text.clone()
+            })
+            .unwrap_or_default()
     }
 
     fn facts(&mut self, message: &Message, part: usize, slot: u64) -> &mut Facts {
@@ -193,6 +223,8 @@ impl DecisionMemo {
 /// A text a cut may apply to: a result's, or an input field's.
 struct Target<'a> {
     at: PartRef,
+    /// The call it answers (for an input, the call itself).
+    call_at: PartRef,
     /// 0 for a result; the hash of the field's name for an input.
     slot: u64,
     call: &'a str,
@@ -228,11 +260,37 @@ impl Shape<'_> {
         usage.cited(t.at.message, details)
     }
 
+    /// The length of `t`'s text in UTF-16 code units.
+    fn chars(&self, memo: &mut DecisionMemo, message: &Message, t: &Target<'_>) -> usize {
+        let facts = memo.facts(message, t.at.part, t.slot);
+        *facts.chars.get_or_insert_with(|| utf16_len(&t.text))
+    }
+
+    /// How deep `t`'s text was cut before it came in ([`level_on_input`]) and the id of the
+    /// copy it names, each found once per text (both search the whole text).
+    fn input(
+        &self,
+        memo: &mut DecisionMemo,
+        message: &Message,
+        t: &Target<'_>,
+    ) -> (u8, Option<String>) {
+        let facts = memo.facts(message, t.at.part, t.slot);
+        facts
+            .input
+            .get_or_insert_with(|| {
+                (
+                    level_on_input(&t.text),
+                    stored_copy(&t.text).map(str::to_owned),
+                )
+            })
+            .clone()
+    }
+
     /// The id of the stored copy of `t`'s text: the one an edited text names, else made from
     /// the call id and the text's SHA-256 (as an offload's).
     fn id(&self, memo: &mut DecisionMemo, message: &Message, t: &Target<'_>) -> String {
-        if let Some(id) = stored_copy(&t.text) {
-            return id.to_owned();
+        if let (_, Some(id)) = self.input(memo, message, t) {
+            return id;
         }
         let facts = memo.facts(message, t.at.part, t.slot);
         let sha = facts.sha256.get_or_insert_with(|| sha256_hex(&t.text));
@@ -247,25 +305,27 @@ impl Shape<'_> {
         t: &Target<'_>,
         cut: &Cut,
     ) -> Figures {
-        let r = self.rendered(memo, message, t, cut);
-        Figures {
-            before: r.before,
-            after: r.after,
-        }
+        self.rendered_key(memo, message, t, cut).0
     }
 
-    /// The text `cut` makes of `t`.
-    fn text(
+    /// [`Shape::render`], and the key its text is memoized under.
+    fn rendered_key(
         &self,
         memo: &mut DecisionMemo,
         message: &Message,
         t: &Target<'_>,
         cut: &Cut,
-    ) -> String {
-        self.rendered(memo, message, t, cut).text.clone()
+    ) -> (Figures, RenderKey) {
+        let r = self.rendered(memo, message, t, cut);
+        let figures = Figures {
+            before: r.before,
+            after: r.after,
+        };
+        (figures, render_key(message, t, cut))
     }
 
     /// The text `cut` makes of `t`, memoized.
+    #[inline(never)]
     fn rendered<'m>(
         &self,
         memo: &'m mut DecisionMemo,
@@ -273,14 +333,7 @@ impl Shape<'_> {
         t: &Target<'_>,
         cut: &Cut,
     ) -> &'m Rendered {
-        let mut spec = xxhash_rust::xxh3::Xxh3::new();
-        spec.update(&[cut.action as u8]);
-        spec.update(cut.id.as_bytes());
-        for line in &cut.lines {
-            spec.update(&line.to_le_bytes());
-        }
-        spec.update(cut.field.as_deref().unwrap_or_default().as_bytes());
-        let key = (message.identity(), t.at.part, t.slot ^ spec.digest());
+        let key = render_key(message, t, cut);
         if memo.rendered.contains_key(&key) {
             let entry = memo
                 .rendered
@@ -343,6 +396,7 @@ impl Shape<'_> {
     }
 
     /// The record that saves `t`'s text under `id`.
+    #[inline(never)]
     fn save(&self, memo: &mut DecisionMemo, message: &Message, t: &Target<'_>, id: &str) -> Save {
         let tokens = self.tokens(memo, message, t);
         let facts = memo.facts(message, t.at.part, t.slot);
@@ -366,6 +420,22 @@ impl Shape<'_> {
             bytes: header.encode(&t.text),
         }
     }
+}
+
+/// Where the memo keeps a cut's text: the message's identity, the part, and a hash of the
+/// text's slot and the cut.
+type RenderKey = (usize, usize, u64);
+
+/// The memo key of the text `cut` makes of `t`.
+fn render_key(message: &Message, t: &Target<'_>, cut: &Cut) -> RenderKey {
+    let mut spec = Vec::with_capacity(cut.id.len() + 4 * cut.lines.len() + 8);
+    spec.push(cut.action as u8);
+    spec.extend_from_slice(cut.id.as_bytes());
+    for line in &cut.lines {
+        spec.extend_from_slice(&line.to_le_bytes());
+    }
+    spec.extend_from_slice(cut.field.as_deref().unwrap_or_default().as_bytes());
+    (message.identity(), t.at.part, t.slot ^ xxh3_64(&spec))
 }
 
 /// A placeholder entry, never stored: [`Shape::rendered`] reads an entry it found present.
@@ -412,16 +482,13 @@ fn level_on_input(text: &str) -> u8 {
 
 /// The cuttable texts of `conv`: every tool result with a call id, and every content input of
 /// a file write (with the path it names and the note for its long result).
+#[inline(never)]
 fn targets<'a>(
     conv: &'a Conversation,
     sites: &'a [ResultSite],
     writes: &'a [evict::Candidate],
 ) -> Vec<Target<'a>> {
     let mut out = Vec::new();
-    let path_of: HashMap<&str, &str> = writes
-        .iter()
-        .filter_map(|w| Some((w.id.as_deref()?, w.path.as_str())))
-        .collect();
     for site in sites {
         let Some(call) = site.call_id.as_deref() else {
             continue;
@@ -429,14 +496,19 @@ fn targets<'a>(
         let Some((_, read)) = result_at(conv, site.at) else {
             continue;
         };
+        // NOTE: a history has few file writes: each result looks for its call among them.
+        let path = (writes.iter())
+            .find(|w| w.id.as_deref() == Some(call))
+            .map(|w| w.path.as_str());
         out.push(Target {
             at: site.at,
+            call_at: site.call_at,
             slot: 0,
             call,
             tool: site.tool_name.as_deref(),
             text: read.text,
             field: None,
-            path: path_of.get(call).copied(),
+            path,
         });
     }
     for write in writes {
@@ -446,6 +518,7 @@ fn targets<'a>(
         for (field, content) in &write.inputs {
             out.push(Target {
                 at: write.call_at,
+                call_at: write.call_at,
                 slot: xxh3_64(field.as_bytes()) | 1,
                 call,
                 tool: Some(&write.name),
@@ -476,6 +549,7 @@ pub struct Applied {
 /// Applies `cuts` to `conv`: each to the text of its call and action whose hash it records
 /// (a text the host changed, or sends already cut, is left as it is).
 #[allow(clippy::too_many_arguments)]
+#[inline(never)]
 pub(crate) fn apply(
     conv: Conversation,
     cuts: &[Cut],
@@ -495,20 +569,15 @@ pub(crate) fn apply(
         return applied;
     }
     let writes = writes_of(&applied.conversation, shape.evict, graph, None);
-    let mut planned: Vec<(PartRef, Option<String>, String, Edit)> = Vec::new();
+    // (where, the field of an input cut, the key of its text in the memo, the edit)
+    let mut planned: Vec<(PartRef, Option<String>, RenderKey, Edit)> = Vec::new();
     {
         let conv = &applied.conversation;
         let by_call: HashMap<(&str, Option<&str>, bool), &Cut> = cuts
             .iter()
             .map(|c| {
-                (
-                    (
-                        c.call.as_str(),
-                        c.field.as_deref(),
-                        c.action == Action::EvictInput,
-                    ),
-                    c,
-                )
+                let input = c.action == Action::EvictInput;
+                ((c.call.as_str(), c.field.as_deref(), input), c)
             })
             .collect();
         for t in targets(conv, sites, &writes) {
@@ -522,7 +591,7 @@ pub(crate) fn apply(
             if shape.hash(memo, message, &t) != cut.hash {
                 continue;
             }
-            let rendered = shape.render(memo, message, &t, cut);
+            let (rendered, key) = shape.rendered_key(memo, message, &t, cut);
             if rendered.after >= rendered.before {
                 continue;
             }
@@ -541,40 +610,71 @@ pub(crate) fn apply(
                     id: cut.id.clone(),
                 },
             };
-            let text = shape.text(memo, message, &t, cut);
-            planned.push((t.at, t.field.map(str::to_owned), text, edit));
+            planned.push((t.at, t.field.map(str::to_owned), key, edit));
         }
     }
-    for (at, field, text, edit) in planned {
-        let Some(part) = part_mut(&mut applied.conversation, at) else {
+    // NOTE: by message: a message cut the same way by an earlier prepare is taken from the memo
+    // as it was made, with no copy of its original text made and nothing rendered again.
+    crate::sort::sort_by_key(&mut planned, |(at, ..)| {
+        crate::sort::fields(at.message as u64, at.part as u64)
+    });
+    let mut rest = planned.as_slice();
+    while let Some(((first, ..), _)) = rest.split_first() {
+        let m = first.message;
+        let n = rest.iter().take_while(|(at, ..)| at.message == m).count();
+        let (group, tail) = rest.split_at(n);
+        rest = tail;
+        let Some(original) = applied.conversation.messages().get(m).cloned() else {
             continue;
         };
-        let done = match &field {
-            Some(field) => part.set_input_field(field, Value::String(text)).is_ok(),
-            None => match part.result_slot_mut() {
-                Some((shape, value)) => {
-                    result::write(shape, value, text);
-                    true
+        let mut spec = Vec::with_capacity(group.len() * 24);
+        for (at, _, key, _) in group {
+            spec.extend_from_slice(&(at.part as u64).to_le_bytes());
+            spec.extend_from_slice(&key.2.to_le_bytes());
+        }
+        let spec = xxh3_64(&spec);
+        let cut = match memo.cut_message(&original, spec) {
+            Some(cut) => cut,
+            None => {
+                let mut cut = original.clone();
+                for (at, field, key, _) in group {
+                    let text = memo.rendered_text(key);
+                    let Some(part) = cut.parts_mut().get_mut(at.part) else {
+                        continue;
+                    };
+                    match field {
+                        Some(field) => {
+                            let _ = part.set_input_field(field, Value::String(text));
+                        }
+                        None => {
+                            if let Some((shape, value)) = part.result_slot_mut() {
+                                result::write(shape, value, text);
+                            }
+                        }
+                    }
                 }
-                None => false,
-            },
+                memo.keep_cut_message(&original, spec, cut.clone());
+                cut
+            }
         };
-        if !done {
-            continue;
+        if let Some(slot) = applied.conversation.messages_mut().get_mut(m) {
+            *slot = cut;
         }
-        applied.edited.push(at.message);
-        match edit.action {
-            Action::EvictInput | Action::EvictResult => applied.evicted.push(edit),
-            Action::Offload => applied.offloaded.push(edit),
-            Action::SoftTrim | Action::HardClear => applied.pruned.push(edit),
+        applied.edited.push(m);
+        for (.., edit) in group {
+            let report = match edit.action {
+                Action::EvictInput | Action::EvictResult => &mut applied.evicted,
+                Action::Offload => &mut applied.offloaded,
+                Action::SoftTrim | Action::HardClear => &mut applied.pruned,
+            };
+            report.push(edit.clone());
         }
     }
-    crate::sort::sort_by_key(&mut applied.edited, |&m| m as u128);
-    applied.edited.dedup();
     applied
 }
 
 /// The file writes of `conv` whose inputs may be cut (every one, aged as of `horizon`).
+#[inline(never)]
 fn writes_of(
     conv: &Conversation,
     options: &EvictOptions,
@@ -639,6 +739,7 @@ mod phase {
 /// left out; when every step is not enough, all of them are taken. A step's text is made only
 /// when the walk reaches it.
 #[allow(clippy::too_many_arguments)]
+#[inline(never)]
 pub(crate) fn decide(
     conv: &Conversation,
     sites: &[ResultSite],
@@ -656,7 +757,6 @@ pub(crate) fn decide(
     let writes = writes_of(conv, shape.evict, graph, Some(end));
     let keep = shape.prune.keep_last_assistant_turns;
     let targets = targets(conv, sites, &writes);
-    let call_of: HashMap<PartRef, PartRef> = sites.iter().map(|s| (s.at, s.call_at)).collect();
     let standing_of: HashMap<(&str, Option<&str>, bool), &Cut> = standing
         .iter()
         .map(|c| {
@@ -673,27 +773,28 @@ pub(crate) fn decide(
 
     // NOTE: a call made again later with the same tool and input (a test run again, a file
     // read again) has a newer result: the older one is superseded.
-    let signature = |at: PartRef| -> Option<u64> {
-        let part = part_at(conv, *call_of.get(&at)?)?;
-        let mut hash = xxhash_rust::xxh3::Xxh3::new();
-        hash.update(part.tool_name().unwrap_or_default().as_bytes());
-        hash.update(&[0]);
+    let signature = |call_at: PartRef| -> Option<u64> {
+        let part = part_at(conv, call_at)?;
+        let mut key = part.tool_name().unwrap_or_default().as_bytes().to_vec();
+        key.push(0);
         match part.tool_input()? {
-            crate::messages::ToolInput::Text(text) => hash.update(text.as_bytes()),
-            crate::messages::ToolInput::Json(value) => hash.update(value.to_string().as_bytes()),
+            crate::messages::ToolInput::Text(text) => key.extend_from_slice(text.as_bytes()),
+            crate::messages::ToolInput::Json(value) => {
+                key.extend_from_slice(value.to_string().as_bytes());
+            }
         }
-        Some(hash.digest())
+        Some(xxh3_64(&key))
     };
-    let mut latest_of: HashMap<u64, usize> = HashMap::new();
+    let mut latest_of = UsageIndex::default();
     let signatures: Vec<Option<u64>> = (targets.iter())
         .map(|t| match t.field {
-            None if t.at.message < end => signature(t.at),
+            None if t.at.message < end && t.call_at != t.at => signature(t.call_at),
             _ => None,
         })
         .collect();
     for (t, sig) in targets.iter().zip(&signatures) {
         if let Some(sig) = sig {
-            latest_of.insert(*sig, t.at.message);
+            latest_of.record(t.at.message, &[*sig]);
         }
     }
     let mut steps: Vec<Step> = Vec::new();
@@ -706,7 +807,7 @@ pub(crate) fn decide(
         };
         let input = t.field.is_some();
         let hash = shape.hash(memo, message, t);
-        let (mut tokens_now, mut level) = (0, level_on_input(&t.text));
+        let (mut tokens_now, mut level) = (0, shape.input(memo, message, t).0);
         let standing_cut = standing_of.get(&(t.call, t.field, input)).copied();
         if let Some(cut) = standing_cut.filter(|c| c.hash == hash) {
             let rendered = shape.render(memo, message, t, cut);
@@ -723,11 +824,7 @@ pub(crate) fn decide(
         if !cuttable {
             continue;
         }
-        let age = turns.age(if input {
-            t.at
-        } else {
-            call_of.get(&t.at).copied().unwrap_or(t.at)
-        });
+        let age = turns.age(t.call_at);
         let mut step = |phase, order, action, lines: Vec<u32>| {
             steps.push(Step {
                 phase,
@@ -749,7 +846,8 @@ pub(crate) fn decide(
             continue;
         }
         // a file write's long result: a note naming the file
-        if t.path.is_some() && utf16_len(&t.text) > shape.evict.result_chars {
+        let chars = shape.chars(memo, message, t);
+        if t.path.is_some() && chars > shape.evict.result_chars {
             step(phase::WRITES, order, Action::EvictResult, Vec::new());
             continue;
         }
@@ -758,13 +856,13 @@ pub(crate) fn decide(
         } else {
             shape.cited(memo, message, t, &usage)
         };
-        let long = level < 1 && utf16_len(&t.text) > shape.prune.soft_trim_chars;
+        let long = level < 1 && chars > shape.prune.soft_trim_chars;
         let superseded = signatures
             .get(i)
             .copied()
             .flatten()
-            .and_then(|sig| latest_of.get(&sig))
-            .is_some_and(|&latest| latest > t.at.message);
+            .and_then(|sig| latest_of.last_use(sig))
+            .is_some_and(|latest| latest > t.at.message);
         if superseded {
             step(phase::SUPERSEDED, order, Action::HardClear, lines);
             continue;
@@ -793,7 +891,7 @@ pub(crate) fn decide(
         crate::sort::fields(u64::from(s.phase), s.order)
     });
 
-    let mut chosen: HashMap<usize, Cut> = HashMap::new();
+    let mut chosen: Vec<Option<Cut>> = vec![None; targets.len()];
     let mut estimate = tokens;
     for step in steps {
         if estimate <= target {
@@ -826,7 +924,9 @@ pub(crate) fn decide(
         estimate = estimate.saturating_sub(*current - after);
         *current = after;
         *level = step_level;
-        chosen.insert(step.target, cut);
+        if let Some(slot) = chosen.get_mut(step.target) {
+            *slot = Some(cut);
+        }
     }
 
     // the decision: the standing cuts not deepened, and the chosen ones, in message order
@@ -836,9 +936,13 @@ pub(crate) fn decide(
     let mut cleared = false;
     for (i, t) in targets.iter().enumerate() {
         let input = t.field.is_some();
-        let cut = match chosen.remove(&i) {
+        let cut = match chosen.get_mut(i).and_then(Option::take) {
             Some(cut) => {
-                let fresh = !stored(&cut.id) && stored_copy(&t.text).is_none();
+                let fresh = !stored(&cut.id)
+                    && conv
+                        .messages()
+                        .get(t.at.message)
+                        .is_none_or(|m| shape.input(memo, m, t).1.is_none());
                 if let (Some(message), true) = (conv.messages().get(t.at.message), fresh) {
                     if !save_ids.contains(&cut.id) {
                         saves.push(shape.save(memo, message, t, &cut.id));
@@ -877,6 +981,7 @@ pub fn is_cut(text: &str) -> bool {
 /// of the exchange fit `budget`. `None` when it fits (the model reads what it just asked for
 /// whole) or nothing can be offloaded.
 #[allow(clippy::too_many_arguments)]
+#[inline(never)]
 pub(crate) fn offload_newest(
     conv: &Conversation,
     sites: &[ResultSite],
@@ -903,6 +1008,7 @@ pub(crate) fn offload_newest(
         };
         let t = Target {
             at: site.at,
+            call_at: site.call_at,
             slot: 0,
             call,
             tool: site.tool_name.as_deref(),
@@ -916,7 +1022,7 @@ pub(crate) fn offload_newest(
         let excluded = t
             .tool
             .is_some_and(|name| shape.offload.excludes(Some(name)));
-        if tokens > shape.offload.limit() && level_on_input(&t.text) == 0 && !excluded {
+        if tokens > shape.offload.limit() && shape.input(memo, message, &t).0 == 0 && !excluded {
             sized.push((tokens, i, t));
         }
     }

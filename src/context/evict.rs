@@ -150,6 +150,7 @@ pub(crate) struct Candidate {
 
 /// The calls of `conv` whose content [`evict`] may replace: calls of the configured tools,
 /// before the horizon and older than the kept turns, that name a path.
+#[inline(never)]
 pub(crate) fn candidates(
     conv: &Conversation,
     options: &EvictOptions,

@@ -74,6 +74,14 @@ pub fn extract_facts(text: &str) -> Vec<Fact> {
 /// The facts of several texts, as if they were one: in order of first appearance (the first
 /// text first), each once, at most [`MAX_FACTS`].
 pub fn extract_facts_all<'a>(texts: impl IntoIterator<Item = &'a str>) -> Vec<Fact> {
+    let texts: Vec<&str> = texts.into_iter().collect();
+    extract_facts_list(&texts)
+}
+
+/// [`extract_facts_all`] of a list. NOTE: one copy in the binary for every caller (the
+/// generic wrapper only collects).
+#[inline(never)]
+fn extract_facts_list(texts: &[&str]) -> Vec<Fact> {
     let mut seen: HashSet<String> = HashSet::new();
     let mut out = Vec::new();
     for text in texts {
@@ -148,8 +156,9 @@ pub fn missing_facts(
 /// The facts of `texts` (in order, oldest first), those that occur in `written` first, each
 /// group latest first.
 pub fn by_use(texts: &[&str], written: &[&str]) -> Vec<Fact> {
-    let facts = extract_facts_all(texts.iter().rev().copied());
-    let used: HashSet<String> = extract_facts_all(written.iter().copied())
+    let reversed: Vec<&str> = texts.iter().rev().copied().collect();
+    let facts = extract_facts_list(&reversed);
+    let used: HashSet<String> = extract_facts_list(written)
         .into_iter()
         .map(|f| f.text)
         .collect();

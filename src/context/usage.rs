@@ -79,7 +79,7 @@ fn has_extension(s: &str) -> bool {
 }
 
 /// Calls `found(hash)` for every detail of `text`, with the byte offset of its run.
-fn details(text: &str, mut found: impl FnMut(u64, usize)) {
+fn details(text: &str, found: &mut dyn FnMut(u64, usize)) {
     let bytes = text.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
@@ -88,8 +88,19 @@ fn details(text: &str, mut found: impl FnMut(u64, usize)) {
             continue;
         }
         let start = i;
-        while bytes.get(i).copied().is_some_and(is_run_char) {
+        // NOTE: what the run holds, found as it is read: most runs are plain words, which are
+        // no detail and hold none, and are passed over without looking at them again.
+        let (mut separators, mut plain) = (false, true);
+        let mut previous = 0u8;
+        while let Some(&b) = bytes.get(i).filter(|b| is_run_char(**b)) {
+            separators |= matches!(b, b'.' | b'/' | b'-');
+            plain &= b.is_ascii_lowercase()
+                || (b.is_ascii_uppercase() && !previous.is_ascii_lowercase());
+            previous = b;
             i += 1;
+        }
+        if plain || (!separators && i - start < 3) {
+            continue;
         }
         let Some(run) = text.get(start..i) else {
             continue;
@@ -104,6 +115,9 @@ fn details(text: &str, mut found: impl FnMut(u64, usize)) {
             }
         };
         emit(run);
+        if !separators {
+            continue;
+        }
         // the names after each `/` (`modeling/separable.py`, `separable.py`)
         let mut pieces = 0;
         for (at, _) in run.match_indices('/') {
@@ -135,13 +149,13 @@ pub fn written(message: &Message, out: &mut Vec<u64>) {
         match part.kind() {
             PartKind::Text => {
                 if let Some(text) = part.text() {
-                    details(text, |h, _| out.push(h));
+                    details(text, &mut |h, _| out.push(h));
                 }
             }
             PartKind::ToolCall => match part.tool_input() {
                 Some(ToolInput::Text(text)) => match serde_json::from_str::<Value>(text) {
                     Ok(value) => leaves(&value, out),
-                    Err(_) => details(text, |h, _| out.push(h)),
+                    Err(_) => details(text, &mut |h, _| out.push(h)),
                 },
                 Some(ToolInput::Json(value)) => leaves(value, out),
                 None => {}
@@ -153,7 +167,7 @@ pub fn written(message: &Message, out: &mut Vec<u64>) {
 
 fn leaves(value: &Value, out: &mut Vec<u64>) {
     match value {
-        Value::String(s) => details(s, |h, _| out.push(h)),
+        Value::String(s) => details(s, &mut |h, _| out.push(h)),
         Value::Array(items) => items.iter().for_each(|v| leaves(v, out)),
         Value::Object(map) => map.values().for_each(|v| leaves(v, out)),
         _ => {}
@@ -166,7 +180,7 @@ pub fn by_line(text: &str) -> Vec<(u64, u32)> {
     let mut line = 1u32;
     let mut line_start = 0usize;
     let bytes = text.as_bytes();
-    details(text, |hash, at| {
+    details(text, &mut |hash, at| {
         // NOTE: runs come in order, so the line count only moves forward.
         let upto = at.min(bytes.len());
         if upto > line_start {
@@ -204,6 +218,11 @@ impl UsageIndex {
         index
     }
 
+    /// The latest message that wrote `detail`.
+    pub fn last_use(&self, detail: u64) -> Option<usize> {
+        self.last_use.get(&detail).copied()
+    }
+
     /// Records that message `m` (later than every message recorded before) wrote `details`.
     pub fn record(&mut self, m: usize, details: &[u64]) {
         for &h in details {
@@ -239,7 +258,7 @@ mod tests {
 
     fn hashes(text: &str) -> Vec<u64> {
         let mut out = Vec::new();
-        details(text, |h, _| out.push(h));
+        details(text, &mut |h, _| out.push(h));
         out
     }
 

@@ -342,6 +342,9 @@ pub struct Counting {
     /// taken off again when a user turn starts, for a model that keeps only the current
     /// turn's thinking.
     turn_reasoning: Vec<(usize, u64)>,
+    /// Whether the messages since the last assistant message hold tool results: a user
+    /// message after them goes with the results (the provider sends them as one message).
+    after_results: bool,
     system: u64,
     tools: u64,
     exact: bool,
@@ -382,6 +385,7 @@ impl Counting {
             messages_roles: BTreeMap::new(),
             skipped: 0,
             turn_reasoning: Vec::new(),
+            after_results: false,
             system: 0,
             tools: 0,
             stopped: false,
@@ -534,9 +538,10 @@ impl Counting {
             self.per_message.iter_mut().for_each(|n| *n = 0);
             self.turn_reasoning.clear();
         }
-        if tally.starts_turn && self.setup.drops_earlier_thinking() {
+        if tally.starts_turn && !self.after_results && self.setup.drops_earlier_thinking() {
             self.drop_turn_reasoning();
         }
+        self.after_results = tally.results || (role != Role::Assistant && self.after_results);
         if role == Role::Assistant && tally.kinds.reasoning > 0 {
             self.turn_reasoning
                 .push((self.per_message.len(), tally.kinds.reasoning));

@@ -89,6 +89,9 @@ pub struct Tally {
     /// Whether the message starts a user turn (a user message that answers no tool call): a
     /// model that keeps only the current turn's thinking drops the thinking before it.
     pub starts_turn: bool,
+    /// Whether the message holds a tool result (a user message right after it is sent with
+    /// the results, as one message: it continues the turn).
+    pub results: bool,
 }
 
 /// What a message's count depends on besides the message. Its JSON is what the count cache
@@ -155,10 +158,10 @@ pub(crate) fn tally_message(
     }
     let whole = message.is_whole();
     let parts = message.parts();
-    tally.starts_turn = message.role() == Role::User
-        && !parts
-            .iter()
-            .any(|p| p.kind() == PartKind::ToolResult || p.holds_result());
+    tally.results = parts
+        .iter()
+        .any(|p| p.kind() == PartKind::ToolResult || p.holds_result());
+    tally.starts_turn = message.role() == Role::User && !tally.results;
     // NOTE: the provider drops every block before its latest compaction block, this
     // message's own earlier blocks too; the message itself (its framing) stays.
     let from = parts

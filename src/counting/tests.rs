@@ -1066,4 +1066,28 @@ fn earlier_thinking_counts_only_for_the_models_that_keep_it() {
         },
     );
     assert_eq!(overridden.total, keeps.total);
+    // a user message right after tool results is sent with them (AI SDK messages, whose
+    // provider merges them into one user message): the turn goes on
+    let aisdk = json!([
+        {"role": "user", "content": "Why does the build fail?"},
+        {"role": "assistant", "content": [
+            {"type": "reasoning", "text": first, "providerOptions": {"anthropic": {"signature": "sig-1"}}},
+            {"type": "tool-call", "toolCallId": "t1", "toolName": "read", "input": {"path": "build.toml"}}]},
+        {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "t1", "toolName": "read", "output": {"type": "text", "value": "strict = true"}}]},
+        {"role": "user", "content": "Keep going."},
+        {"role": "assistant", "content": [{"type": "text", "text": "Strict mode is on."}]},
+        {"role": "user", "content": "And the parser?"}
+    ]);
+    let counted = count(&aisdk, &model("claude-sonnet-4-5"));
+    assert_eq!(
+        counted.by_kind.reasoning, 0,
+        "dropped once the user's own turn starts"
+    );
+    let cut = json!(aisdk.as_array().unwrap()[..4].to_vec());
+    let counted = count(&cut, &model("claude-sonnet-4-5"));
+    assert_eq!(
+        counted.by_kind.reasoning,
+        tokens(first),
+        "kept while the turn goes on"
+    );
 }

@@ -366,6 +366,13 @@ export async function checkPrepared(ctx) {
     recovered.push(body);
     return body;
   };
+  // every cut (offload, trim, clear, eviction) names a copy stored under a confirmed key
+  for (const edit of [...report.offloaded, ...report.pruned, ...report.evicted]) {
+    ok(edit.original?.kind === "store", `${where}: the ${edit.action} of ${edit.toolCallId} names no stored copy`);
+    const { key, id } = edit.original;
+    if (confirmed) ok(confirmed.has(JSON.stringify(key)), `${where}: the ${edit.action} of ${edit.toolCallId} names ${id}, a key never confirmed`);
+    await readOffload(id, `the ${edit.action} of ${edit.toolCallId}`);
+  }
   for (const m of outList) {
     for (const { id: callId, value } of results(m)) {
       for (const s of leaves(value)) {
@@ -373,8 +380,8 @@ export async function checkPrepared(ctx) {
           const id = match[1] ?? match[2];
           const back = await readOffload(id, `the output's result of ${callId}`);
           const original = originals.get(callId);
-          // (a result that was a pointer already in the input is checked where it was made)
-          if (original !== undefined && !original.includes("[offloaded tool output id=") && !original.startsWith("[tool result cleared: ")) {
+          // (a result the input holds cut already, naming its copy, is checked where it was cut)
+          if (original !== undefined && original.match(POINTER) === null) {
             ok(back === original, `${where}: offload ${id} (call ${callId}) holds ${back.length} chars, not the original's ${original.length}`);
           }
         }
@@ -427,11 +434,9 @@ export async function checkPrepared(ctx) {
   const inOutput = new Set(leaves(outList));
   const inRecovered = new Set(recovered);
   let out, back; // the slow path, built when a text is not found whole
-  const edited = new Set([...report.pruned, ...report.evicted].map((e) => e.toolCallId).filter(Boolean));
   const compacted = report.compaction?.outcome === "compacted";
   for (const m of inList) {
     if (kept.has(m)) continue;
-    const ids = callIds(m);
     for (const s of leaves(m)) {
       if (inOutput.has(s) || inRecovered.has(s)) continue;
       out ??= JSON.stringify(outList);
@@ -439,7 +444,12 @@ export async function checkPrepared(ctx) {
       const e = escaped(s);
       if (out.includes(e) || out.includes(escaped(e))) continue;
       if (back.includes(s)) continue;
-      if (ids.some((id) => edited.has(id))) continue;
+      // a text an earlier prepare cut (a returned history) names the copy of its original
+      const named = [...s.matchAll(POINTER)].map((match) => match[1] ?? match[2]);
+      if (named.length > 0) {
+        for (const id of named) await readOffload(id, "a cut text of the input");
+        continue;
+      }
       // a previous marker folded into this compaction's summary: its archive is the new one's predecessor
       if (compacted && s.startsWith(COMPACTION_TAG)) continue;
       fail(`${where}: lost ${JSON.stringify(s.slice(0, 80))} (${s.length} chars): in neither the output, an offload or archive read back, nor a reported edit`);

@@ -111,16 +111,21 @@ test("a stateless keeper per call (full history each time) re-applies decisions 
   assert.ok(summaries >= 1);
 });
 
-test("a huge tool result is offloaded, readable through the keeper's tools, and not saved twice", async () => {
+test("the newest result stays whole while it fits, and is offloaded when it alone cannot, readable through the keeper's tools, and not saved twice", async () => {
   const store = new MemoryStore();
   const keeper = new ContextKeeper({ model: "gpt-4o", store });
   const history = [...head("openai"), ...turn("openai", 0)];
   const huge = Array.from({ length: 6000 }, (_, i) => `row ${i}: ${i * 7} ${i * 13} ok`).join("\n");
   history.push({ role: "assistant", content: null, tool_calls: [{ id: "call_big", type: "function", function: { name: "bash", arguments: "{\"command\":\"cat data.csv\"}" } }] });
   history.push({ role: "tool", tool_call_id: "call_big", content: huge });
+  // about 60,000 tokens: within gpt-4o's 128k budget, the model reads it whole
+  const whole = await keeper.prepare(history, { sessionId: "w" });
+  assert.equal(whole.report.offloaded.length, 0);
+  assert.equal(whole.messages[5], history[5]);
   let saves = 0;
   const counting = new Proxy(store, { get: (s, k) => (k === "save" ? (key, v) => (saves++, s.save(key, v)) : s[k].bind(s)) });
-  const k2 = new ContextKeeper({ model: "gpt-4o", store: counting });
+  // a 64k window's budget (48,000) cannot hold it
+  const k2 = new ContextKeeper({ model: "gpt-4o", contextWindow: 64_000, store: counting });
   const { messages, report } = await k2.prepare(history, { sessionId: "s" });
   assert.equal(report.offloaded.length, 1);
   assert.match(messages[5].content, /read_offloaded/);
@@ -129,7 +134,7 @@ test("a huge tool result is offloaded, readable through the keeper's tools, and 
   const { handle } = k2.tools({ sessionId: "s" });
   assert.match(await handle("read_offloaded", { id, offset: 100, limit: 2 }), /row 99: 693/);
   const before = saves;
-  const k3 = new ContextKeeper({ model: "gpt-4o", store: counting });
+  const k3 = new ContextKeeper({ model: "gpt-4o", contextWindow: 64_000, store: counting });
   await k3.prepare(history, { sessionId: "s" });
   assert.equal(saves - before, 1, "only the state is written again, not the result");
   keeper.free();
@@ -137,7 +142,7 @@ test("a huge tool result is offloaded, readable through the keeper's tools, and 
 
 test("a store that fails keeps every result and reports it", async () => {
   const store = new FaultyStore(new MemoryStore(), (op, key) => (op === "save" && key.includes("offload") ? "quota" : undefined));
-  const keeper = new ContextKeeper({ model: "gpt-4o", store, storeTimeoutMs: 200 });
+  const keeper = new ContextKeeper({ model: "gpt-4o", contextWindow: 32_000, store, storeTimeoutMs: 200 });
   const history = [...head("openai")];
   history.push({ role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "bash", arguments: "{}" } }] });
   history.push({ role: "tool", tool_call_id: "c1", content: "x ".repeat(60_000) });

@@ -101,9 +101,9 @@ for (const format of FORMATS) {
   });
 }
 
-test("the lite keeper offloads a huge result and reads it back byte for byte; usage calibrates gpt-4o", async () => {
+test("the lite keeper offloads a result too large for the window and reads it back byte for byte; usage calibrates gpt-4o", async () => {
   const store = new MemoryStore();
-  const keeper = new lite.ContextKeeper({ model: "gpt-4o", contextWindow: 128_000, store });
+  const keeper = new lite.ContextKeeper({ model: "gpt-4o", contextWindow: 32_000, store });
   const huge = makeOutput(6_000);
   const input = [...history("openai", 1),
     { role: "assistant", content: null, tool_calls: [{ id: "call_big", type: "function", function: { name: "bash", arguments: "{\"command\":\"cat data.csv\"}" } }] },
