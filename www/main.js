@@ -602,7 +602,7 @@ async function step(name) {
   if (name === "offload" || name === "compact") await refreshStored();
 }
 
-/** What compaction keeps verbatim, as the keeper works it out: the compaction target less the head and the summary. */
+/** What compaction keeps verbatim, at most: the compaction target less the head and the summary (the keeper also leaves room for three turns of the size the newest had). */
 function keepRecentTokens(snap, budget) {
   const firstUser = snap.rows.findIndex((r) => r.info.role === "user" && r.info.kind !== "tool-result");
   const head = snap.overhead + snap.rows.slice(0, firstUser + 1).reduce((n, r) => n + r.tokens, 0);

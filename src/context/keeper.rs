@@ -1,25 +1,27 @@
 //! The keeper: every tier in one call, cheapest first, stopping as soon as the budget holds.
 //!
 //! [`Prepare`] is one `prepare` of a conversation, sans-IO like the tiers it drives: the driver
-//! asks [`Prepare::next`] what is needed ([`Need`]: saves for offloads, a memory flush, a
-//! compaction's archive saves and summary), performs it, hands the outcome back, and asks
-//! again until [`Need::Done`]; [`Prepare::finish`] gives the conversation, the report and the
-//! state to store.
+//! asks [`Prepare::next`] what is needed ([`Need`]: the copies of what cuts remove, a memory
+//! flush, a compaction's archive saves and summary), performs it, hands the outcome back, and
+//! asks again until [`Need::Done`]; [`Prepare::finish`] gives the conversation, the report and
+//! the state to store.
 //!
-//! The order: offload what slipped through (results over the offload limit), re-apply the
-//! stored compactions and the standing prune/evict decision, count. Over the prune threshold
-//! (default 85% of the window) a new decision is made: the configured prune and evict rules,
-//! then, if those leave the count over the low watermark (70%), every result older than the
-//! kept turns cleared. Over the compaction threshold (95%, or window - reserve) after that,
-//! the memory flush (once per cycle) and a compaction that keeps as many recent messages as
-//! fit under its own low watermark (50%).
+//! The order: re-apply the stored compactions (a full history), offload the newest exchange's
+//! largest results only when it cannot fit the budget whole, make the standing decision's cuts
+//! again ([`super::decision`]), count. Over the prune threshold (default 85% of the window) a
+//! new decision cuts old results, least used first, as deep as leaving room for
+//! `minTurnsBetween` + 1 turns needs (at most down to `pruneTarget`); each cut's copy is stored
+//! before the cut is made. When cuts cannot make that room, or the count is over the
+//! compaction threshold (95%, or window - reserve), the memory flush (once per cycle) and a
+//! compaction that keeps the recent messages fitting with room for three turns, followed by a
+//! fresh decision.
 //!
-//! Cache stability: a decision is recorded in the session state as the id of the latest tool
-//! call and a level, and re-applied as of that call on every later prepare, so messages after
-//! it are left alone and the prefix the provider cached stays byte-identical until the next
-//! decision; the low watermarks make a decision free room for several turns, and a decision is
-//! not re-made within `minTurnsBetween` turns unless the budget requires it. The same input,
-//! stored state and options give the same output, byte for byte.
+//! Cache stability: a decision is recorded in the session state (the latest tool call it was
+//! made at, and its cuts) and made again on every later prepare, so messages after it are left
+//! alone and the prefix the provider cached stays byte-identical until the next decision; the
+//! room a decision leaves puts the next several turns away, and a decision is not re-made
+//! within `minTurnsBetween` turns unless the budget requires it. The same input, stored state
+//! and options give the same output, byte for byte.
 
 use std::cell::OnceCell;
 
@@ -49,10 +51,12 @@ use crate::messages::{pair_tools, Conversation, Format, PairingGraph, Role};
 pub const DEFAULT_PRUNE_AT: f64 = 0.85;
 /// Default compaction threshold: this share of the window (or window - reserve, if lower).
 pub const DEFAULT_COMPACT_AT: f64 = 0.95;
-/// A prune/evict decision aims to leave at most this share of the window.
+/// A decision leaves at most this share of the window (less when the turns to come need more
+/// room).
 pub const DEFAULT_PRUNE_TARGET: f64 = 0.70;
-/// A compaction aims to leave at most this share of the window.
-pub const DEFAULT_COMPACT_TARGET: f64 = 0.50;
+/// A compaction leaves at most this share of the window (less when the turns to come need
+/// more room). NOTE: was 0.50; the room for the turns to come now decides, and this bounds it.
+pub const DEFAULT_COMPACT_TARGET: f64 = 0.70;
 /// A prune/evict decision is not re-made within this many assistant turns of the last one,
 /// unless the count is over the compaction threshold.
 pub const DEFAULT_MIN_TURNS_BETWEEN: usize = 4;
@@ -75,10 +79,12 @@ pub struct Thresholds {
     /// Flush and compact above this (or above window - reserve, if lower). Default 0.95.
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub compact: f64,
-    /// What a prune/evict decision aims to leave (low watermark). Default 0.70.
+    /// The most a decision leaves (low watermark): it leaves room for `minTurnsBetween` + 1
+    /// turns of the size the newest had, and at most this. Default 0.70.
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub prune_target: f64,
-    /// What a compaction aims to leave (low watermark). Default 0.50.
+    /// The most a compaction leaves (low watermark): it keeps the recent messages that fit with
+    /// room for three turns, and at most this. Default 0.70.
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub compact_target: f64,
 }
@@ -172,9 +178,9 @@ pub struct Budget {
     pub compact_at: u64,
     /// The memory flush runs above this (once per cycle).
     pub flush_at: u64,
-    /// A prune/evict decision aims to leave at most this.
+    /// A decision leaves at most this.
     pub prune_target: u64,
-    /// A compaction aims to leave at most this.
+    /// A compaction leaves at most this.
     pub compact_target: u64,
     /// Tool results over this many tokens are offloaded: `offload.limitTokens`, by default
     /// 20,000 or an eighth of the window when that is less (a 20,000-token result would be
@@ -260,9 +266,9 @@ pub enum Decision {
     /// Over the prune threshold, but a decision was made fewer than `minTurnsBetween` turns
     /// ago and the budget holds: nothing new, so the cached prefix stays.
     Held,
-    /// A new prune/evict decision with the configured rules.
+    /// A new decision that trimmed results or evicted file contents, and cleared none.
     Pruned,
-    /// A new decision clearing every result older than the kept turns.
+    /// A new decision that cleared results (each to a placeholder naming its stored copy).
     Cleared,
     /// A compaction (and a prune/evict decision on what it kept).
     Compacted,
@@ -1065,6 +1071,7 @@ impl Prepare {
             let head = head_tokens(&self.base, &count.per_message);
             let room = self
                 .target_with(budget, COMPACTION_ROOM_TURNS)
+                .min(budget.compact_target)
                 .saturating_sub(head)
                 .saturating_sub(options.target_tokens);
             options.keep_recent_tokens = Some(room.max(1));

@@ -193,14 +193,14 @@ fn budget_figures_follow_the_thresholds_and_accept_fractions() {
         (b.prune_at, b.compact_at, b.flush_at),
         (170_000, 180_000, 176_000)
     );
-    assert_eq!((b.prune_target, b.compact_target), (140_000, 100_000));
+    assert_eq!((b.prune_target, b.compact_target), (140_000, 140_000));
     // a 1M window: 95% is under window - reserve
     let b = options(1_000_000).budget().unwrap();
     assert_eq!((b.prune_at, b.compact_at), (850_000, 950_000));
     // a 32k window: the reserve is at most a quarter, and pruning comes 5% before
     let b = options(32_000).budget().unwrap();
     assert_eq!((b.prune_at, b.compact_at), (22_400, 24_000));
-    assert_eq!((b.prune_target, b.compact_target), (20_800, 16_000));
+    assert_eq!((b.prune_target, b.compact_target), (20_800, 20_800));
     let mut o = options(32_000);
     o.flush.reserve_tokens = 0.1;
     assert_eq!(o.budget().unwrap().compact_at, 28_800);
