@@ -395,9 +395,15 @@ impl Shape<'_> {
         &entry.value
     }
 
-    /// The record that saves `t`'s text under `id`.
+    /// The copy that stores `t`'s text under `id`.
     #[inline(never)]
-    fn save(&self, memo: &mut DecisionMemo, message: &Message, t: &Target<'_>, id: &str) -> Save {
+    fn save(
+        &self,
+        memo: &mut DecisionMemo,
+        message: &Message,
+        t: &Target<'_>,
+        id: &str,
+    ) -> CutCopy {
         let tokens = self.tokens(memo, message, t);
         let facts = memo.facts(message, t.at.part, t.slot);
         let sha = facts
@@ -415,9 +421,64 @@ impl Shape<'_> {
             bytes: t.text.len(),
             sha256: sha,
         };
-        Save {
+        CutCopy {
+            header,
             key: offload_key(self.session_id, id),
-            bytes: header.encode(&t.text),
+            message: message.clone(),
+            part: t.at.part,
+            field: t.field.map(str::to_owned),
+        }
+    }
+}
+
+/// A copy a cut needs stored: its record is made when the driver asks for it ([`CutCopy::make`]),
+/// so the copies of a large decision are never in memory together.
+#[derive(Clone, Debug)]
+pub struct CutCopy {
+    header: RecordHeader,
+    key: Vec<String>,
+    /// Where the text is: the message that holds it, the part, the input's field.
+    message: Message,
+    part: usize,
+    field: Option<String>,
+}
+
+impl CutCopy {
+    /// The id the copy is stored under.
+    pub fn id(&self) -> &str {
+        &self.header.id
+    }
+
+    /// The bytes of its text.
+    pub fn len(&self) -> usize {
+        self.header.bytes
+    }
+
+    /// Whether its text is empty.
+    pub fn is_empty(&self) -> bool {
+        self.header.bytes == 0
+    }
+
+    /// The save that stores it (the record: header line and text).
+    pub fn make(&self) -> Save {
+        let part = self.message.parts().get(self.part);
+        let text: std::borrow::Cow<'_, str> = match (&self.field, part) {
+            (Some(field), Some(part)) => part
+                .tool_input()
+                .and_then(evict::input_object)
+                .and_then(|input| input.get(field).and_then(Value::as_str).map(str::to_owned))
+                .map(std::borrow::Cow::Owned)
+                .unwrap_or_default(),
+            (None, Some(part)) => part
+                .result_slot()
+                .and_then(|(shape, value)| result::read(shape, value))
+                .map(|read| read.text)
+                .unwrap_or_default(),
+            _ => std::borrow::Cow::Borrowed(""),
+        };
+        Save {
+            key: self.key.clone(),
+            bytes: self.header.encode(&text),
         }
     }
 }
@@ -711,9 +772,7 @@ pub struct Decided {
     /// Every cut of the decision.
     pub cuts: Vec<Cut>,
     /// The copies to store first (for cuts whose copy is not known to be stored).
-    pub saves: Vec<Save>,
-    /// For each save, the id it stores.
-    pub save_ids: Vec<String>,
+    pub copies: Vec<CutCopy>,
     /// The count estimated after the cuts.
     pub estimate: u64,
     /// Whether a result was cleared.
@@ -931,8 +990,7 @@ pub(crate) fn decide(
 
     // the decision: the standing cuts not deepened, and the chosen ones, in message order
     let mut cuts: Vec<(PartRef, u64, Cut)> = Vec::new();
-    let mut saves = Vec::new();
-    let mut save_ids = Vec::new();
+    let mut copies: Vec<CutCopy> = Vec::new();
     let mut cleared = false;
     for (i, t) in targets.iter().enumerate() {
         let input = t.field.is_some();
@@ -944,9 +1002,8 @@ pub(crate) fn decide(
                         .get(t.at.message)
                         .is_none_or(|m| shape.input(memo, m, t).1.is_none());
                 if let (Some(message), true) = (conv.messages().get(t.at.message), fresh) {
-                    if !save_ids.contains(&cut.id) {
-                        saves.push(shape.save(memo, message, t, &cut.id));
-                        save_ids.push(cut.id.clone());
+                    if !copies.iter().any(|c| c.id() == cut.id) {
+                        copies.push(shape.save(memo, message, t, &cut.id));
                     }
                 }
                 cleared |= cut.action == Action::HardClear;
@@ -964,8 +1021,7 @@ pub(crate) fn decide(
     });
     Decided {
         cuts: cuts.into_iter().map(|(_, _, c)| c).collect(),
-        saves,
-        save_ids,
+        copies,
         estimate,
         cleared,
     }
@@ -1034,8 +1090,7 @@ pub(crate) fn offload_newest(
         crate::sort::fields(u64::MAX - *tokens, *i as u64)
     });
     let mut cuts: Vec<Cut> = standing.to_vec();
-    let mut saves = Vec::new();
-    let mut save_ids = Vec::new();
+    let mut copies: Vec<CutCopy> = Vec::new();
     for (tokens, _, t) in sized {
         if total <= budget {
             break;
@@ -1053,17 +1108,15 @@ pub(crate) fn offload_newest(
         };
         let after = shape.render(memo, message, &t, &cut).after;
         total = total.saturating_sub(tokens.saturating_sub(after));
-        if !stored(&id) && !save_ids.contains(&id) {
-            saves.push(shape.save(memo, message, &t, &id));
-            save_ids.push(id);
+        if !stored(&id) && !copies.iter().any(|c| c.id() == id) {
+            copies.push(shape.save(memo, message, &t, &id));
         }
         cuts.retain(|c| !(c.call == cut.call && c.field.is_none()));
         cuts.push(cut);
     }
     Some(Decided {
         cuts,
-        saves,
-        save_ids,
+        copies,
         estimate: total,
         cleared: false,
     })

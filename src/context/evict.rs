@@ -113,7 +113,7 @@ pub fn result_note(path: &str, stored: Option<&str>) -> String {
 }
 
 /// The input object of a call, parsed when it is OpenAI's `arguments` text.
-fn input_object(input: ToolInput<'_>) -> Option<serde_json::Map<String, Value>> {
+pub(crate) fn input_object(input: ToolInput<'_>) -> Option<serde_json::Map<String, Value>> {
     match input {
         ToolInput::Json(Value::Object(map)) => Some(map.clone()),
         ToolInput::Json(_) => None,

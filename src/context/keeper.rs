@@ -32,7 +32,7 @@ use serde_json::json;
 use tsify::Tsify;
 
 use super::compact::{self, CompactOptions, CompactPlan, CompactReport, SummaryOutcome};
-use super::decision::{self, Cut, DecisionMemo, Shape};
+use super::decision::{self, Cut, CutCopy, DecisionMemo, Shape};
 use super::evict::EvictOptions;
 use super::flush::{self, resolve, FlushOptions, FlushOutcome, FlushReport, FlushRequest};
 use super::offload::{self, OffloadOptions};
@@ -65,6 +65,9 @@ pub const DEFAULT_MIN_TURNS_BETWEEN: usize = 4;
 /// decision after it cuts the older results it kept, so it keeps what it can (bench/README.md,
 /// "What the keeper keeps").
 const COMPACTION_ROOM_TURNS: u64 = 3;
+/// The copies of a decision's cuts are asked for in batches of about this many bytes, so a
+/// decision on a 10 MB history does not hold a copy of every result it cuts at once.
+const SAVE_BATCH_BYTES: usize = 1 << 20;
 /// Cache breakpoints Anthropic accepts in one request.
 const MAX_BREAKPOINTS: usize = 4;
 
@@ -443,11 +446,32 @@ struct Pending {
     /// The cuts in force once the saves are confirmed (a cut whose save fails falls back to
     /// the standing one of its text, or to none).
     cuts: Vec<Cut>,
-    /// The saves asked for, and the id each stores.
-    saves: Vec<Save>,
-    ids: Vec<String>,
+    /// The copies to store; those asked for so far, and the outcome of each.
+    copies: Vec<CutCopy>,
+    asked: usize,
+    outcomes: Vec<Outcome>,
+    /// The saves the driver was last asked for (made from the next copies, at most
+    /// [`SAVE_BATCH_BYTES`] of them at once).
+    batch: Vec<Save>,
     /// What comes after.
     next: Next,
+    /// The decision these cuts make (its latest tool call, and whether it clears), recorded
+    /// once they are adopted.
+    decision: Option<(String, bool)>,
+}
+
+impl Pending {
+    fn new(decided: decision::Decided, next: Next, decision: Option<(String, bool)>) -> Pending {
+        Pending {
+            cuts: decided.cuts,
+            copies: decided.copies,
+            asked: 0,
+            outcomes: Vec::new(),
+            batch: Vec::new(),
+            next,
+            decision,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -456,8 +480,6 @@ enum Next {
     Decide,
     /// Over the compaction threshold after the cuts: flush, then compact.
     Check,
-    /// The cuts cannot leave room for the turns to come: flush, then compact.
-    Compact,
     /// Nothing more (a decision after a compaction).
     Finish,
 }
@@ -521,6 +543,9 @@ pub struct Prepare {
     input_raw: u64,
     /// Whether a compaction was applied by this prepare (no second one follows).
     compacted: bool,
+    /// The cuts of a decision that could not make room, made if the compaction that was to
+    /// make it fails.
+    fallback: Option<Box<Pending>>,
 }
 
 impl Prepare {
@@ -595,6 +620,7 @@ impl Prepare {
             estimated: !count.exact,
             base_is_input: true,
             compacted: false,
+            fallback: None,
         })
     }
 
@@ -629,8 +655,12 @@ impl Prepare {
                     self.begin();
                     continue;
                 }
-                Stage::Cutting(pending) if pending.saves.is_empty() => {
-                    self.adopt(&[], counter)?;
+                Stage::Cutting(pending) if pending.batch.is_empty() => {
+                    if pending.asked >= pending.copies.len() {
+                        self.adopt(counter)?;
+                    } else {
+                        self.next_batch();
+                    }
                     continue;
                 }
                 Stage::Decide => {
@@ -643,7 +673,7 @@ impl Prepare {
             }
         }
         Ok(match &self.stage {
-            Stage::Cutting(pending) => Need::Saves(&pending.saves),
+            Stage::Cutting(pending) => Need::Saves(&pending.batch),
             Stage::Flushing(request, _) => Need::Flush(request),
             Stage::Compacting(plan) => Need::Compact {
                 saves: plan.saves(),
@@ -671,10 +701,42 @@ impl Prepare {
         outcomes: &[Outcome],
         counter: &mut Counter,
     ) -> Result<(), PrepareError> {
-        if matches!(self.stage, Stage::Cutting(_)) {
-            self.adopt(outcomes, counter)?;
+        let Stage::Cutting(pending) = &mut self.stage else {
+            return Ok(());
+        };
+        let batch = std::mem::take(&mut pending.batch);
+        for (i, save) in batch.iter().enumerate() {
+            let outcome = outcomes
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| Outcome::Failed("the save has no outcome".to_owned()));
+            if outcome == Outcome::Saved {
+                self.state.keeper.stats.stored_bytes += save.bytes.len() as u64;
+            }
+            pending.outcomes.push(outcome);
+        }
+        pending.asked += batch.len();
+        if pending.asked >= pending.copies.len() {
+            self.adopt(counter)?;
         }
         Ok(())
+    }
+
+    /// Makes the next batch of copies for the driver to store.
+    fn next_batch(&mut self) {
+        let Stage::Cutting(pending) = &mut self.stage else {
+            return;
+        };
+        let mut bytes = 0;
+        let mut batch = Vec::new();
+        for copy in pending.copies.iter().skip(pending.asked) {
+            if !batch.is_empty() && bytes + copy.len() > SAVE_BATCH_BYTES {
+                break;
+            }
+            bytes += copy.len();
+            batch.push(copy.make());
+        }
+        pending.batch = batch;
     }
 
     /// The shape of the cuts: the options they are made with, and the session.
@@ -741,33 +803,36 @@ impl Prepare {
         };
         self.memo = memo;
         if let Some(decided) = newest {
-            self.stage = Stage::Cutting(Box::new(Pending {
-                cuts: decided.cuts,
-                saves: decided.saves,
-                ids: decided.save_ids,
-                next: Next::Decide,
-            }));
+            self.stage = Stage::Cutting(Box::new(Pending::new(decided, Next::Decide, None)));
         }
     }
 
     /// Adopts the pending cuts whose copies `outcomes` confirm (one per save asked for).
-    fn adopt(&mut self, outcomes: &[Outcome], counter: &mut Counter) -> Result<(), PrepareError> {
+    fn adopt(&mut self, counter: &mut Counter) -> Result<(), PrepareError> {
         let Stage::Cutting(pending) = std::mem::replace(&mut self.stage, Stage::Done) else {
             return Ok(());
         };
         let Pending {
             mut cuts,
-            saves,
-            ids,
+            copies,
+            outcomes,
             next,
+            decision,
+            ..
         } = *pending;
+        if let Some((call, cleared)) = decision {
+            self.report.decision = match cleared {
+                true => Decision::Cleared,
+                false => Decision::Pruned,
+            };
+            self.record_horizon(Horizon { call });
+        }
         let mut failed: Vec<&str> = Vec::new();
-        for (i, (save, id)) in saves.iter().zip(&ids).enumerate() {
+        for (i, copy) in copies.iter().enumerate() {
+            let id = copy.id();
             match outcomes.get(i) {
                 Some(Outcome::Saved) => {
-                    if self.state.keeper.offloaded.insert(id.clone()) {
-                        self.state.keeper.stats.stored_bytes += save.bytes.len() as u64;
-                    }
+                    self.state.keeper.offloaded.insert(id.to_owned());
                 }
                 other => {
                     let reason = match other {
@@ -775,13 +840,13 @@ impl Prepare {
                         _ => "the save has no outcome".to_owned(),
                     };
                     failed.push(id);
-                    let cut = cuts.iter().find(|c| &c.id == id);
+                    let cut = cuts.iter().find(|c| c.id == id);
                     self.report.failures.push(Failure {
                         message_index: 0,
                         part_index: 0,
                         tool_name: None,
                         tool_call_id: cut.map(|c| c.call.clone()),
-                        key: save.key.clone(),
+                        key: crate::context::offload::offload_key(&self.call.session_id, id),
                         reason,
                     });
                 }
@@ -811,11 +876,11 @@ impl Prepare {
         match next {
             Next::Decide => self.stage = Stage::Decide,
             Next::Finish => self.stage = Stage::Done,
-            Next::Check | Next::Compact => {
+            Next::Check => {
                 self.stage = Stage::Done;
                 if let Some(budget) = self.budget {
                     let flush_due = self.flush_due(tokens, budget);
-                    if tokens > budget.compact_at || next == Next::Compact {
+                    if tokens > budget.compact_at {
                         return self.compact_now(counter);
                     }
                     return self.then_flush(flush_due, false);
@@ -928,24 +993,16 @@ impl Prepare {
                 _ => self.over_prune(budget, tokens, counter),
             };
         }
-        self.report.decision = if decided.cleared {
-            Decision::Cleared
-        } else {
-            Decision::Pruned
-        };
-        self.record_horizon(Horizon { call });
+        let (cleared, short) = (decided.cleared, decided.estimate > target);
+        let pending = Box::new(Pending::new(decided, next, Some((call, cleared))));
         // NOTE: cuts that cannot make room for the turns to come would be made again at every
-        // turn: the compaction makes the room (the cuts stand if it fails).
-        let next = match next {
-            Next::Check if decided.estimate > target => Next::Compact,
-            other => other,
-        };
-        self.stage = Stage::Cutting(Box::new(Pending {
-            cuts: decided.cuts,
-            saves: decided.saves,
-            ids: decided.save_ids,
-            next,
-        }));
+        // turn: a compaction makes the room, and the cuts are made (their copies stored) only
+        // if it fails.
+        if next == Next::Check && short && !self.compacted {
+            self.fallback = Some(pending);
+            return self.compact_now(counter);
+        }
+        self.stage = Stage::Cutting(pending);
         Ok(())
     }
 
@@ -1156,6 +1213,13 @@ impl Prepare {
             }
         }
         self.report.compaction = Some(done.report);
+        // the cuts that were to wait for the compaction: made now if it did not make room
+        if let Some(mut pending) = self.fallback.take() {
+            if !applied {
+                pending.next = Next::Finish;
+                self.stage = Stage::Cutting(pending);
+            }
+        }
         Ok(())
     }
 

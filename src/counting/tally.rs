@@ -89,8 +89,9 @@ pub struct Tally {
     /// Whether the message starts a user turn (a user message that answers no tool call): a
     /// model that keeps only the current turn's thinking drops the thinking before it.
     pub starts_turn: bool,
-    /// Whether the message holds a tool result (a user message right after it is sent with
-    /// the results, as one message: it continues the turn).
+    /// Whether the message ends with tool results (a user message right after it is sent
+    /// with the results, as one message: it continues the turn). A user or tool message that
+    /// holds any; an AI SDK `UIMessage` from the assistant whose last part sent is a tool's.
     pub results: bool,
 }
 
@@ -158,10 +159,18 @@ pub(crate) fn tally_message(
     }
     let whole = message.is_whole();
     let parts = message.parts();
-    tally.results = parts
-        .iter()
-        .any(|p| p.kind() == PartKind::ToolResult || p.holds_result());
-    tally.starts_turn = message.role() == Role::User && !tally.results;
+    let holds = |p: &Part| p.kind() == PartKind::ToolResult || p.holds_result();
+    tally.results = match message.role() {
+        // NOTE: convertToModelMessages sends an assistant's text after its tools as an
+        // assistant message of its own: only a reply that ends with a tool ends with results.
+        Role::Assistant => parts
+            .iter()
+            .rev()
+            .find(|p| p.kind() != PartKind::UiOnly)
+            .is_some_and(holds),
+        _ => parts.iter().any(holds),
+    };
+    tally.starts_turn = message.role() == Role::User && !parts.iter().any(holds);
     // NOTE: the provider drops every block before its latest compaction block, this
     // message's own earlier blocks too; the message itself (its framing) stays.
     let from = parts

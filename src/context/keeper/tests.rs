@@ -489,14 +489,26 @@ fn anthropic_breakpoints_go_on_the_system_prompt_and_the_stable_prefix() {
         &mut counter,
     )
     .unwrap();
-    while let Need::Compact { saves, .. } = p.next(&mut counter).unwrap() {
-        let n = saves.len();
-        p.summarized(
-            &vec![Outcome::Saved; n],
-            SummaryOutcome::Text(SUMMARY.into()),
-            &mut counter,
-        )
-        .unwrap();
+    loop {
+        match p.next(&mut counter).unwrap() {
+            Need::Done => break,
+            Need::Saves(saves) => {
+                let n = saves.len();
+                p.saved(&vec![Outcome::Saved; n], &mut counter).unwrap();
+            }
+            Need::Flush(_) => p
+                .flushed(FlushOutcome::Replied(None), &mut counter)
+                .unwrap(),
+            Need::Compact { saves, .. } => {
+                let n = saves.len();
+                p.summarized(
+                    &vec![Outcome::Saved; n],
+                    SummaryOutcome::Text(SUMMARY.into()),
+                    &mut counter,
+                )
+                .unwrap();
+            }
+        }
     }
     let out = p.finish(&mut counter);
     assert!(out.system_edited);
