@@ -93,14 +93,6 @@ pub struct Shape<'a> {
     pub measure: Measure,
 }
 
-/// What cutting a text gives: the text that replaces it, its tokens, and the original's.
-#[derive(Clone, Debug)]
-struct Rendered {
-    text: String,
-    before: u64,
-    after: u64,
-}
-
 /// The tokens of a text before and after a cut.
 #[derive(Clone, Copy, Debug)]
 struct Figures {
@@ -115,7 +107,7 @@ struct Figures {
 #[derive(Clone, Debug, Default)]
 pub struct DecisionMemo {
     facts: HashMap<RenderKey, Memoized<Facts>>,
-    rendered: HashMap<RenderKey, Memoized<Rendered>>,
+    rendered: HashMap<RenderKey, Memoized<Figures>>,
 }
 
 #[derive(Clone, Debug)]
@@ -129,10 +121,10 @@ struct Memoized<T> {
 struct Facts {
     hash: Option<String>,
     tokens: Option<u64>,
-    details: Option<Vec<(u64, u32)>>,
+    details: Option<Vec<(usage::Detail, u32)>>,
     sha256: Option<String>,
     /// What an assistant message wrote ([`usage::written`]).
-    written: Option<Vec<u64>>,
+    written: Option<Vec<usage::Detail>>,
     /// The message as its cuts made it, and the hash of those cuts.
     cut: Option<(u64, Message)>,
     /// How deep the text is cut already ([`level_on_input`]) and the copy it names.
@@ -193,17 +185,6 @@ impl DecisionMemo {
 
     fn keep_cut_message(&mut self, original: &Message, spec: u64, cut: Message) {
         self.facts(original, WRITTEN.0, WRITTEN.1).cut = Some((spec, cut));
-    }
-
-    /// The text of a cut [`Shape::rendered_key`] made.
-    fn rendered_text(&mut self, key: &RenderKey) -> String {
-        self.rendered
-            .get_mut(key)
-            .map(|e| {
-                e.used = true;
-                e.value.text.clone()
-            })
-            .unwrap_or_default()
     }
 
     fn facts(&mut self, message: &Message, part: usize, slot: u64) -> &mut Facts {
@@ -297,7 +278,10 @@ impl Shape<'_> {
         offload_id(Some(t.call), sha)
     }
 
-    /// The tokens of `t` before and after `cut` (its text made and memoized).
+    /// The tokens of `t` before and after `cut`, memoized (the text itself is not kept:
+    /// most cuts a decision measures are never made, and a made one is rendered again once,
+    /// when its message is first cut that way).
+    #[inline(never)]
     fn render(
         &self,
         memo: &mut DecisionMemo,
@@ -305,50 +289,42 @@ impl Shape<'_> {
         t: &Target<'_>,
         cut: &Cut,
     ) -> Figures {
-        self.rendered_key(memo, message, t, cut).0
+        let key = render_key(message, t, cut);
+        if let Some(entry) = memo.rendered.get_mut(&key) {
+            entry.used = true;
+            return entry.value;
+        }
+        let text = self.cut_text(memo, message, t, cut);
+        let figures = Figures {
+            before: self.tokens(memo, message, t),
+            after: self.measure.tokens(&text),
+        };
+        memo.rendered.insert(
+            key,
+            Memoized {
+                _message: message.clone(),
+                value: figures,
+                used: true,
+            },
+        );
+        figures
     }
 
-    /// [`Shape::render`], and the key its text is memoized under.
-    fn rendered_key(
+    /// The text `cut` makes of `t`.
+    fn cut_text(
         &self,
         memo: &mut DecisionMemo,
         message: &Message,
         t: &Target<'_>,
         cut: &Cut,
-    ) -> (Figures, RenderKey) {
-        let r = self.rendered(memo, message, t, cut);
-        let figures = Figures {
-            before: r.before,
-            after: r.after,
-        };
-        (figures, render_key(message, t, cut))
-    }
-
-    /// The text `cut` makes of `t`, memoized.
-    #[inline(never)]
-    fn rendered<'m>(
-        &self,
-        memo: &'m mut DecisionMemo,
-        message: &Message,
-        t: &Target<'_>,
-        cut: &Cut,
-    ) -> &'m Rendered {
-        let key = render_key(message, t, cut);
-        if memo.rendered.contains_key(&key) {
-            let entry = memo
-                .rendered
-                .entry(key)
-                .or_insert_with(|| unreachable_entry(message));
-            entry.used = true;
-            return &entry.value;
-        }
+    ) -> String {
         let kept = Kept {
             id: Some(&cut.id),
             lines: &cut.lines,
             line_chars: self.offload.line_chars,
         };
         let p = self.prune;
-        let text = match cut.action {
+        match cut.action {
             Action::Offload => {
                 let offloaded = Offloaded {
                     key: offload_key(self.session_id, &cut.id),
@@ -374,25 +350,7 @@ impl Shape<'_> {
                 Some(&cut.id),
             ),
             Action::EvictResult => evict::result_note(t.path.unwrap_or_default(), Some(&cut.id)),
-        };
-        let before = self.tokens(memo, message, t);
-        let after = self.measure.tokens(&text);
-        let entry = memo.rendered.entry(key).or_insert_with(|| Memoized {
-            _message: message.clone(),
-            value: Rendered {
-                text: String::new(),
-                before,
-                after,
-            },
-            used: true,
-        });
-        entry.value = Rendered {
-            text,
-            before,
-            after,
-        };
-        entry.used = true;
-        &entry.value
+        }
     }
 
     /// The copy that stores `t`'s text under `id`.
@@ -497,19 +455,6 @@ fn render_key(message: &Message, t: &Target<'_>, cut: &Cut) -> RenderKey {
     }
     spec.extend_from_slice(cut.field.as_deref().unwrap_or_default().as_bytes());
     (message.identity(), t.at.part, t.slot ^ xxh3_64(&spec))
-}
-
-/// A placeholder entry, never stored: [`Shape::rendered`] reads an entry it found present.
-fn unreachable_entry(message: &Message) -> Memoized<Rendered> {
-    Memoized {
-        _message: message.clone(),
-        value: Rendered {
-            text: String::new(),
-            before: 0,
-            after: 0,
-        },
-        used: true,
-    }
 }
 
 /// The id of the stored copy an already cut text names (a pointer, a trim, a cleared result,
@@ -630,80 +575,80 @@ pub(crate) fn apply(
         return applied;
     }
     let writes = writes_of(&applied.conversation, shape.evict, graph, None);
-    // (where, the field of an input cut, the key of its text in the memo, the edit)
-    let mut planned: Vec<(PartRef, Option<String>, RenderKey, Edit)> = Vec::new();
-    {
-        let conv = &applied.conversation;
-        let by_call: HashMap<(&str, Option<&str>, bool), &Cut> = cuts
-            .iter()
-            .map(|c| {
-                let input = c.action == Action::EvictInput;
-                ((c.call.as_str(), c.field.as_deref(), input), c)
-            })
-            .collect();
-        for t in targets(conv, sites, &writes) {
-            let input = t.field.is_some();
-            let Some(cut) = by_call.get(&(t.call, t.field, input)) else {
-                continue;
-            };
-            let Some(message) = conv.messages().get(t.at.message) else {
-                continue;
-            };
-            if shape.hash(memo, message, &t) != cut.hash {
-                continue;
-            }
-            let (rendered, key) = shape.rendered_key(memo, message, &t, cut);
-            if rendered.after >= rendered.before {
-                continue;
-            }
-            let edit = Edit {
-                action: cut.action,
-                message_index: t.at.message,
-                part_index: t.at.part,
-                tool_name: t.tool.map(str::to_owned),
-                tool_call_id: Some(t.call.to_owned()),
-                field: t.field.map(str::to_owned),
-                tokens_before: rendered.before,
-                tokens_after: rendered.after,
-                estimated: shape.measure.estimated(),
-                original: Original::Store {
-                    key: offload_key(shape.session_id, &cut.id),
-                    id: cut.id.clone(),
-                },
-            };
-            planned.push((t.at, t.field.map(str::to_owned), key, edit));
+    let conv = &applied.conversation;
+    let by_call: HashMap<(&str, Option<&str>, bool), &Cut> = cuts
+        .iter()
+        .map(|c| {
+            let input = c.action == Action::EvictInput;
+            ((c.call.as_str(), c.field.as_deref(), input), c)
+        })
+        .collect();
+    // (the text, its cut, the memo key of what the cut makes of it, the edit)
+    let mut planned: Vec<(Target<'_>, &Cut, u64, Edit)> = Vec::new();
+    for t in targets(conv, sites, &writes) {
+        let input = t.field.is_some();
+        let Some(&cut) = by_call.get(&(t.call, t.field, input)) else {
+            continue;
+        };
+        let Some(message) = conv.messages().get(t.at.message) else {
+            continue;
+        };
+        if shape.hash(memo, message, &t) != cut.hash {
+            continue;
         }
+        let rendered = shape.render(memo, message, &t, cut);
+        if rendered.after >= rendered.before {
+            continue;
+        }
+        let edit = Edit {
+            action: cut.action,
+            message_index: t.at.message,
+            part_index: t.at.part,
+            tool_name: t.tool.map(str::to_owned),
+            tool_call_id: Some(t.call.to_owned()),
+            field: t.field.map(str::to_owned),
+            tokens_before: rendered.before,
+            tokens_after: rendered.after,
+            estimated: shape.measure.estimated(),
+            original: Original::Store {
+                key: offload_key(shape.session_id, &cut.id),
+                id: cut.id.clone(),
+            },
+        };
+        let key = render_key(message, &t, cut).2;
+        planned.push((t, cut, key, edit));
     }
     // NOTE: by message: a message cut the same way by an earlier prepare is taken from the memo
     // as it was made, with no copy of its original text made and nothing rendered again.
-    crate::sort::sort_by_key(&mut planned, |(at, ..)| {
-        crate::sort::fields(at.message as u64, at.part as u64)
+    crate::sort::sort_by_key(&mut planned, |(t, ..)| {
+        crate::sort::fields(t.at.message as u64, t.at.part as u64)
     });
+    let mut made: Vec<(usize, Message)> = Vec::new();
     let mut rest = planned.as_slice();
     while let Some(((first, ..), _)) = rest.split_first() {
-        let m = first.message;
-        let n = rest.iter().take_while(|(at, ..)| at.message == m).count();
+        let m = first.at.message;
+        let n = rest.iter().take_while(|(t, ..)| t.at.message == m).count();
         let (group, tail) = rest.split_at(n);
         rest = tail;
-        let Some(original) = applied.conversation.messages().get(m).cloned() else {
+        let Some(original) = conv.messages().get(m) else {
             continue;
         };
-        let mut spec = Vec::with_capacity(group.len() * 24);
-        for (at, _, key, _) in group {
-            spec.extend_from_slice(&(at.part as u64).to_le_bytes());
-            spec.extend_from_slice(&key.2.to_le_bytes());
+        let mut spec = Vec::with_capacity(group.len() * 16);
+        for (t, _, key, _) in group {
+            spec.extend_from_slice(&(t.at.part as u64).to_le_bytes());
+            spec.extend_from_slice(&key.to_le_bytes());
         }
         let spec = xxh3_64(&spec);
-        let cut = match memo.cut_message(&original, spec) {
+        let cut = match memo.cut_message(original, spec) {
             Some(cut) => cut,
             None => {
-                let mut cut = original.clone();
-                for (at, field, key, _) in group {
-                    let text = memo.rendered_text(key);
-                    let Some(part) = cut.parts_mut().get_mut(at.part) else {
+                let mut message = original.clone();
+                for (t, cut, ..) in group {
+                    let text = shape.cut_text(memo, original, t, cut);
+                    let Some(part) = message.parts_mut().get_mut(t.at.part) else {
                         continue;
                     };
-                    match field {
+                    match t.field {
                         Some(field) => {
                             let _ = part.set_input_field(field, Value::String(text));
                         }
@@ -714,14 +659,11 @@ pub(crate) fn apply(
                         }
                     }
                 }
-                memo.keep_cut_message(&original, spec, cut.clone());
-                cut
+                memo.keep_cut_message(original, spec, message.clone());
+                message
             }
         };
-        if let Some(slot) = applied.conversation.messages_mut().get_mut(m) {
-            *slot = cut;
-        }
-        applied.edited.push(m);
+        made.push((m, cut));
         for (.., edit) in group {
             let report = match edit.action {
                 Action::EvictInput | Action::EvictResult => &mut applied.evicted,
@@ -730,6 +672,13 @@ pub(crate) fn apply(
             };
             report.push(edit.clone());
         }
+    }
+    drop(planned);
+    for (m, cut) in made {
+        if let Some(slot) = applied.conversation.messages_mut().get_mut(m) {
+            *slot = cut;
+        }
+        applied.edited.push(m);
     }
     applied
 }
@@ -832,7 +781,7 @@ pub(crate) fn decide(
 
     // NOTE: a call made again later with the same tool and input (a test run again, a file
     // read again) has a newer result: the older one is superseded.
-    let signature = |call_at: PartRef| -> Option<u64> {
+    let signature = |call_at: PartRef| -> Option<usage::Detail> {
         let part = part_at(conv, call_at)?;
         let mut key = part.tool_name().unwrap_or_default().as_bytes().to_vec();
         key.push(0);
@@ -842,10 +791,10 @@ pub(crate) fn decide(
                 key.extend_from_slice(value.to_string().as_bytes());
             }
         }
-        Some(xxh3_64(&key))
+        Some(usage::detail_of(xxh3_64(&key)))
     };
     let mut latest_of = UsageIndex::default();
-    let signatures: Vec<Option<u64>> = (targets.iter())
+    let signatures: Vec<Option<usage::Detail>> = (targets.iter())
         .map(|t| match t.field {
             None if t.at.message < end && t.call_at != t.at => signature(t.call_at),
             _ => None,

@@ -7,8 +7,11 @@
 //! characters with an `_`, a dot or an inner capital, or a number of three or more digits.
 //! A run also stands for the details inside it (the names after each `/`, its dotted parts),
 //! on both sides, so `separable.py` in a listing matches `astropy/modeling/separable.py` in a
-//! command. Details are compared by a 64-bit hash (XXH3); what the agent wrote is read from
-//! its text and its tool-call inputs, never from its thinking.
+//! command. Details are compared by 32 bits of their XXH3 hash ([`Detail`]): a result's details
+//! are held, one per occurrence, for as long as the result is in the history, and a collision
+//! (about one lookup in 2^32 per distinct detail written) only makes a line look used, which
+//! keeps it. What the agent wrote is read from its text and its tool-call inputs, never from
+//! its thinking.
 //!
 //! [`UsageIndex::of`] reads a conversation up to a message (the horizon of a decision), so the
 //! same history gives the same answer whatever came after; [`UsageIndex::cited`] gives, for a
@@ -22,6 +25,15 @@ use xxhash_rust::xxh3::xxh3_64;
 
 use crate::counting::IdentityHasher;
 use crate::messages::{Conversation, Message, PartKind, Role, ToolInput};
+
+/// A detail as it is compared: the low 32 bits of its XXH3-64 hash.
+pub type Detail = u32;
+
+/// The [`Detail`] of a 64-bit hash.
+pub fn detail_of(hash: u64) -> Detail {
+    // NOTE: the low half of the hash, taken as it is (XXH3's bits are equally mixed).
+    (hash & u64::from(u32::MAX)) as u32
+}
 
 /// At most this many details are taken from one run of characters (a long dotted chain).
 const MAX_PIECES: usize = 12;
@@ -78,8 +90,8 @@ fn has_extension(s: &str) -> bool {
         && ext.bytes().all(|b| b.is_ascii_alphanumeric())
 }
 
-/// Calls `found(hash)` for every detail of `text`, with the byte offset of its run.
-fn details(text: &str, found: &mut dyn FnMut(u64, usize)) {
+/// Calls `found(detail)` for every detail of `text`, with the byte offset of its run.
+fn details(text: &str, found: &mut dyn FnMut(Detail, usize)) {
     let bytes = text.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
@@ -111,7 +123,7 @@ fn details(text: &str, found: &mut dyn FnMut(u64, usize)) {
         }
         let mut emit = |piece: &str| {
             if is_detail(piece) {
-                found(xxh3_64(piece.as_bytes()), start);
+                found(detail_of(xxh3_64(piece.as_bytes())), start);
             }
         };
         emit(run);
@@ -144,7 +156,7 @@ fn details(text: &str, found: &mut dyn FnMut(u64, usize)) {
 
 /// The details a message wrote: its text and its tool-call inputs (string leaves), not its
 /// thinking.
-pub fn written(message: &Message, out: &mut Vec<u64>) {
+pub fn written(message: &Message, out: &mut Vec<Detail>) {
     for part in message.parts() {
         match part.kind() {
             PartKind::Text => {
@@ -165,7 +177,7 @@ pub fn written(message: &Message, out: &mut Vec<u64>) {
     }
 }
 
-fn leaves(value: &Value, out: &mut Vec<u64>) {
+fn leaves(value: &Value, out: &mut Vec<Detail>) {
     match value {
         Value::String(s) => details(s, &mut |h, _| out.push(h)),
         Value::Array(items) => items.iter().for_each(|v| leaves(v, out)),
@@ -174,8 +186,10 @@ fn leaves(value: &Value, out: &mut Vec<u64>) {
     }
 }
 
-/// The details of a result's text, each with the line (from 1) it is on.
-pub fn by_line(text: &str) -> Vec<(u64, u32)> {
+/// The details of a result's text, each with the line (from 1) it is on (a detail
+/// that comes again at once on the same line, once). Held in a buffer of its exact length (it is kept for as long as
+/// the result is in the history).
+pub fn by_line(text: &str) -> Vec<(Detail, u32)> {
     let mut out = Vec::new();
     let mut line = 1u32;
     let mut line_start = 0usize;
@@ -190,23 +204,26 @@ pub fn by_line(text: &str) -> Vec<(u64, u32)> {
             line += feeds as u32;
             line_start = upto;
         }
-        out.push((hash, line));
+        if out.last() != Some(&(hash, line)) {
+            out.push((hash, line));
+        }
     });
+    out.shrink_to_fit();
     out
 }
 
 /// For each detail, the latest assistant message (before the horizon) that wrote it.
 #[derive(Debug, Default)]
 pub struct UsageIndex {
-    // NOTE: the keys are XXH3 hashes: the map uses them as they are.
-    last_use: HashMap<u64, usize, BuildHasherDefault<IdentityHasher>>,
+    // NOTE: the keys are XXH3 hashes: the map uses them as they are (spread to 64 bits).
+    last_use: HashMap<Detail, u32, BuildHasherDefault<IdentityHasher>>,
 }
 
 impl UsageIndex {
     /// Reads the assistant messages of `conv` before message `horizon`.
     pub fn of(conv: &Conversation, horizon: usize) -> UsageIndex {
         let mut index = UsageIndex::default();
-        let mut found = Vec::new();
+        let mut found: Vec<Detail> = Vec::new();
         for (m, message) in conv.messages().iter().enumerate().take(horizon) {
             if message.role() != Role::Assistant {
                 continue;
@@ -219,12 +236,13 @@ impl UsageIndex {
     }
 
     /// The latest message that wrote `detail`.
-    pub fn last_use(&self, detail: u64) -> Option<usize> {
-        self.last_use.get(&detail).copied()
+    pub fn last_use(&self, detail: Detail) -> Option<usize> {
+        self.last_use.get(&detail).map(|&m| m as usize)
     }
 
     /// Records that message `m` (later than every message recorded before) wrote `details`.
-    pub fn record(&mut self, m: usize, details: &[u64]) {
+    pub fn record(&mut self, m: usize, details: &[Detail]) {
+        let m = u32::try_from(m).unwrap_or(u32::MAX);
         for &h in details {
             self.last_use.insert(h, m);
         }
@@ -232,11 +250,11 @@ impl UsageIndex {
 
     /// The lines of a result in message `at` (its details [`by_line`]) that an assistant
     /// message after it used, in order, each once; and the latest message that used any.
-    pub fn cited(&self, at: usize, details: &[(u64, u32)]) -> (Vec<u32>, Option<usize>) {
+    pub fn cited(&self, at: usize, details: &[(Detail, u32)]) -> (Vec<u32>, Option<usize>) {
         let mut lines: Vec<u32> = Vec::new();
         let mut latest = None;
         for &(hash, line) in details {
-            let Some(&used) = self.last_use.get(&hash) else {
+            let Some(used) = self.last_use.get(&hash).map(|&m| m as usize) else {
                 continue;
             };
             if used <= at {
@@ -256,14 +274,14 @@ impl UsageIndex {
 mod tests {
     use super::*;
 
-    fn hashes(text: &str) -> Vec<u64> {
+    fn hashes(text: &str) -> Vec<Detail> {
         let mut out = Vec::new();
         details(text, &mut |h, _| out.push(h));
         out
     }
 
-    fn h(s: &str) -> u64 {
-        xxh3_64(s.as_bytes())
+    fn h(s: &str) -> Detail {
+        detail_of(xxh3_64(s.as_bytes()))
     }
 
     #[test]

@@ -249,6 +249,11 @@ impl Hasher for IdentityHasher {
     fn write_u64(&mut self, n: u64) {
         self.0 ^= n;
     }
+
+    fn write_u32(&mut self, n: u32) {
+        // NOTE: a 32-bit hash spread over 64 bits: the map's probe takes its top bits.
+        self.0 ^= u64::from(n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
 }
 
 #[cfg(test)]
