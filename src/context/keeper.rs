@@ -832,7 +832,14 @@ impl Prepare {
             let id = copy.id();
             match outcomes.get(i) {
                 Some(Outcome::Saved) => {
-                    self.state.keeper.offloaded.insert(id.to_owned());
+                    let fresh = self.state.keeper.offloaded.insert(id.to_owned());
+                    if fresh
+                        && cuts
+                            .iter()
+                            .any(|c| c.id == id && c.action == Action::Offload)
+                    {
+                        self.state.keeper.stats.events.offloads += 1;
+                    }
                 }
                 other => {
                     let reason = match other {

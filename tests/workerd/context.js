@@ -209,6 +209,9 @@ export class KeeperSession extends DurableObject {
         messages: messages.length,
         valid: validateMessages(messages),
         report: { ...report, pruned: report.pruned.length, evicted: report.evicted.length, offloaded: report.offloaded.length },
+        // the ids of the stored copies behind this output's offloads and cuts
+        offloadedIds: report.offloaded.map((edit) => edit.original.id),
+        cutIds: report.pruned.filter((edit) => edit.original.kind === "store").map((edit) => edit.original.id),
       });
     } finally {
       keeper.free();

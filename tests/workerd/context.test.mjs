@@ -124,8 +124,9 @@ test("a ContextKeeper session in a Durable Object: a new keeper per request, wit
     assert.ok(turn.report.tokensAfter <= turn.report.budget.compactAt);
   }
   assert.equal(keeperTurns[0].report.unchangedPrefix, null, "the first prepare of the session");
-  assert.ok(keeperTurns.some((turn) => turn.report.offloaded > 0), "the 40,000-character results are offloaded");
-  assert.ok(keeperTurns.some((turn) => turn.report.decision === "pruned" || turn.report.decision === "cleared"), JSON.stringify(keeperTurns.map((turn) => turn.report.decision)));
+  assert.ok(keeperTurns.some((turn) => turn.report.offloaded > 0), "the 20,000-token results, larger than the window, are offloaded");
+  // the window fills every five turns: the keeper compacts the turns before the newest
+  assert.ok(keeperTurns.some((turn) => turn.report.decision === "compacted"), JSON.stringify(keeperTurns.map((turn) => turn.report.decision)));
 });
 
 test("after a restart of wrangler, the offloaded results read back whole, also through read_offloaded", async () => {
@@ -156,9 +157,15 @@ test("after a restart of wrangler, the offloaded results read back whole, also t
     assert.deepEqual(turn.valid, [], `turn ${t}`);
     assert.equal(turn.report.fits, true, `turn ${t}: ${turn.report.overBudget}`);
   }
+  assert.ok(keeperTurns.some((turn) => turn.report.decision === "pruned" || turn.report.decision === "cleared"), JSON.stringify(keeperTurns.map((turn) => turn.report.decision)));
   const { stats, offloads: stored, damaged, firstLines, readLines, readComplete } = await post("context/keeper/stats?session=do-1");
   assert.equal(stats.prepared, KEEPER_TURNS, "every prepare of both isolates is counted");
-  assert.equal(stored, KEEPER_TURNS / 5, "each long result stored once");
+  // every result offloaded or cut in any output has its copy in the store, stored once
+  const offloadedIds = new Set(keeperTurns.flatMap((turn) => turn.offloadedIds));
+  const cutIds = new Set(keeperTurns.flatMap((turn) => turn.cutIds));
+  assert.equal(offloadedIds.size, KEEPER_TURNS / 5, "each long result offloaded");
+  assert.ok(cutIds.size > 0, "results cut by the keeper's decision");
+  assert.equal(stored, new Set([...offloadedIds, ...cutIds]).size, "each copy stored once");
   assert.equal(stats.events.offloads, KEEPER_TURNS / 5);
   assert.deepEqual(damaged, []);
   assert.equal(readLines, firstLines, "an offloaded result reads back whole");
