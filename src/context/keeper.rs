@@ -13,7 +13,7 @@
 //! `minTurnsBetween` + 1 turns needs (at most down to `pruneTarget`); each cut's copy is stored
 //! before the cut is made. When cuts cannot make that room, or the count is over the
 //! compaction threshold (95%, or window - reserve), the memory flush (once per cycle) and a
-//! compaction that keeps the recent messages fitting with room for three turns, followed by a
+//! compaction that keeps the recent messages fitting with room for two turns, followed by a
 //! fresh decision.
 //!
 //! Cache stability: a decision is recorded in the session state (the latest tool call it was
@@ -64,7 +64,7 @@ pub const DEFAULT_MIN_TURNS_BETWEEN: usize = 4;
 /// size the newest had. NOTE: less room than a decision leaves (`minTurnsBetween` + 1): the
 /// decision after it cuts the older results it kept, so it keeps what it can (bench/README.md,
 /// "What the keeper keeps").
-const COMPACTION_ROOM_TURNS: u64 = 3;
+const COMPACTION_ROOM_TURNS: u64 = 2;
 /// The copies of a decision's cuts are asked for in batches of about this many bytes, so a
 /// decision on a 10 MB history does not hold a copy of every result it cuts at once.
 const SAVE_BATCH_BYTES: usize = 1 << 20;
@@ -87,7 +87,7 @@ pub struct Thresholds {
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub prune_target: f64,
     /// The most a compaction leaves (low watermark): it keeps the recent messages that fit with
-    /// room for three turns, and at most this. Default 0.70.
+    /// room for two turns, and at most this. Default 0.70.
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub compact_target: f64,
 }
