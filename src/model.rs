@@ -817,6 +817,52 @@ fn lookup(model: &str) -> Option<&'static Entry> {
         .max_by_key(|entry| entry.name.len())
 }
 
+/// The registry's names nearest to `model` (at most three, the nearest first): those within
+/// a few edits of it (a third of its length, at least two), for an error that suggests what
+/// was meant.
+///
+/// ```
+/// use context_keeper::model::nearest_models;
+/// assert_eq!(nearest_models("gpt4o").first(), Some(&"gpt-4o"));
+/// assert!(nearest_models("nope").is_empty());
+/// ```
+pub fn nearest_models(model: &str) -> Vec<&'static str> {
+    let name = normalize(model);
+    let most = (name.chars().count() / 3).max(2);
+    let mut near: Vec<(usize, &'static str)> = MODELS
+        .iter()
+        .map(|entry| (edit_distance(&name, entry.name), entry.name))
+        .filter(|&(d, _)| d <= most)
+        .collect();
+    near.sort();
+    near.dedup_by(|a, b| a.1 == b.1);
+    near.into_iter().take(3).map(|(_, name)| name).collect()
+}
+
+/// Levenshtein distance by characters (one row kept).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = i;
+        let mut left = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let up = row.get(j + 1).copied().unwrap_or(usize::MAX);
+            let cost = diagonal + usize::from(ca != *cb);
+            let next = cost.min(up + 1).min(left + 1);
+            diagonal = up;
+            if let Some(slot) = row.get_mut(j + 1) {
+                *slot = next;
+            }
+            left = next;
+        }
+        if let Some(first) = row.first_mut() {
+            *first = i + 1;
+        }
+    }
+    row.last().copied().unwrap_or(0)
+}
+
 /// What the registry knows of `model`; an unknown model gets conservative defaults and
 /// `known: false`.
 ///
@@ -834,7 +880,7 @@ pub fn model_info(model: &str) -> ModelInfo {
         provider: Provider::Unknown,
         context_window: UNKNOWN_WINDOW,
         max_output: UNKNOWN_MAX_OUTPUT,
-        encoding: Encoding::O200kBase,
+        encoding: default_encoding(),
         exact: false,
         framing: Framing::CHAT,
         images: GPT_4O_TILES,
@@ -946,7 +992,7 @@ pub fn encoding_for_model(model: &str) -> Option<Encoding> {
 }
 
 /// Chooses the encoding for a count: an explicit `encoding` wins over the `model`'s, and with
-/// neither the default is o200k_base (the encoding of every current OpenAI model).
+/// neither the default is [`default_encoding`] (o200k_base where the build has it).
 pub fn resolve_encoding(
     encoding: Option<&str>,
     model: Option<&str>,
@@ -961,7 +1007,19 @@ pub fn resolve_encoding(
             }
             .into()
         }),
-        None => Ok(Encoding::O200kBase),
+        None => Ok(default_encoding()),
+    }
+}
+
+/// The encoding a count with neither an encoding nor a model uses: o200k_base (every current
+/// OpenAI model's), or cl100k_base in a build that has only that one (`context-keeper/cl100k`).
+pub fn default_encoding() -> Encoding {
+    match (
+        Encoding::O200kBase.is_built(),
+        Encoding::Cl100kBase.is_built(),
+    ) {
+        (false, true) => Encoding::Cl100kBase,
+        _ => Encoding::O200kBase,
     }
 }
 

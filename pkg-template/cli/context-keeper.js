@@ -263,6 +263,10 @@ async function prepare(values, [file], context) {
     const repaired = ck.repairMessages(conversation);
     conversation = repaired.messages;
     repairs = repaired.report;
+  } else if (problems.length > 0) {
+    // NOTE: a request a provider would reject is never written: refuse, and say how to repair.
+    const [first] = problems;
+    throw new UsageError(`${problems.length} tool pairing problem${problems.length === 1 ? "" : "s"} a provider would reject, e.g. messages[${first.messageIndex}]: ${safeLine(first.message)}; nothing written: --repair repairs them (or fix the input)`);
   }
   const dir = values.store ?? DEFAULT_STORE;
   ensureStoreDir(dir);

@@ -65,13 +65,17 @@ export async function analyze(input, options) {
   const problems = ck.validateMessages(conversation).map((p) => ({ ...p, ...line(p.messageIndex) }));
   const repaired = problems.length > 0 ? ck.repairMessages(conversation) : null;
 
-  const keeper = new ck.ContextKeeper({ model, ...(options.window === undefined ? {} : { contextWindow: options.window }), store });
+  // NOTE: a keeper refuses a model whose window nobody gave; the report still describes the
+  // conversation, and says why nothing is managed.
+  const unmanaged = !info.known && options.window === undefined;
+  const keeper = new ck.ContextKeeper({ model, ...(options.window === undefined ? {} : { contextWindow: options.window }), ...(unmanaged ? { enabled: false } : {}), store });
   let planned;
   try {
     planned = (await keeper.plan(conversation, { sessionId })).report;
   } finally {
     keeper.free();
   }
+  if (unmanaged) planned = { ...planned, reason: `the context window of ${JSON.stringify(model)} is not known; pass --window` };
   return {
     file: options.name,
     format: format ?? null,

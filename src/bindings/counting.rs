@@ -106,7 +106,7 @@ export interface ModelInfoOptions {
 export interface CountMessagesOptions {
   /** The model; default: the request object's `model`, else OpenAI's chat accounting. */
   model?: string;
-  /** Wins over the model's encoding. Default: the model's, else "o200k_base". */
+  /** Wins over the model's encoding. Default: the model's, else "o200k_base" ("cl100k_base" in `context-keeper/cl100k`). */
   encoding?: EncodingName;
   /** The messages' format; detected when absent. */
   format?: MessageFormat | "ai-sdk";

@@ -83,6 +83,9 @@ impl KeeperJs {
         let (format, mut options): (_, KeeperOptions) = read_options(&options, true)?;
         options.format = format;
         check_figures(&options)?;
+        options
+            .check_model()
+            .map_err(|message| ContextError::options("options.model", message))?;
         // NOTE: the keeper reads its history again at every full prepare: its counts keep
         // the messages they parse, so that a prepare parses only what no count has.
         let mut counter = Counter::new();

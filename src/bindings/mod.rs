@@ -46,7 +46,7 @@ export type EncodingName = "o200k_base" | "cl100k_base";
 
 /** Options for {@link countTokens}. */
 export interface CountOptions {
-  /** The encoding to count with. Wins over `model`. Default: "o200k_base". */
+  /** The encoding to count with. Wins over `model`. Default: "o200k_base" ("cl100k_base" in `context-keeper/cl100k`). */
   encoding?: EncodingName;
   /** A model name, such as "gpt-4o" (o200k_base) or "gpt-4" (cl100k_base). */
   model?: string;

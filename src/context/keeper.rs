@@ -192,6 +192,49 @@ pub struct Budget {
 }
 
 impl KeeperOptions {
+    /// An error for options that would leave management off without saying so, or fail at the
+    /// first prepare: a model the registry does not know, with no `contextWindow` to manage it
+    /// in (the error names the model and the registry's nearest names), or a model whose
+    /// encoding this build lacks. (A keeper with neither a model nor a window, or with
+    /// `enabled: false`, is off by the caller's choice, and says so in every report.)
+    pub fn check_model(&self) -> Result<(), String> {
+        let (true, Some(model)) = (self.enabled, self.model.as_deref()) else {
+            return Ok(());
+        };
+        // NOTE: an entry with one encoding's tables cannot count the other's models (the
+        // estimator-only entry counts every model by the estimate).
+        if let Some(encoding) = crate::model::encoding_for_model(model) {
+            if !encoding.is_built() && !crate::count::ESTIMATOR_ONLY {
+                return Err(format!(
+                    "{model:?} counts with {encoding}, which this entry of context-keeper does \
+                     not have; use \"context-keeper\" (every encoding) or \
+                     \"context-keeper/{}\"",
+                    encoding.feature()
+                ));
+            }
+        }
+        if self.context_window.is_some() || crate::model::model_info(model).known {
+            return Ok(());
+        }
+        let near = crate::model::nearest_models(model);
+        let hint = match near.as_slice() {
+            [] => String::new(),
+            [one] => format!("Did you mean {one:?}? "),
+            many => format!(
+                "Did you mean one of {}? ",
+                many.iter()
+                    .map(|m| format!("{m:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        };
+        Err(format!(
+            "unknown model {model:?}: its context window is not known, so nothing would be \
+             managed. {hint}Pass contextWindow for a model the registry does not list \
+             (listModels() lists those it does)"
+        ))
+    }
+
     /// The budget, or why there is none (management is then off).
     pub fn budget(&self) -> Result<Budget, String> {
         let window = match (self.context_window, self.model.as_deref()) {

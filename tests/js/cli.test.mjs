@@ -8,7 +8,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { accessSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { accessSync, constants, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -372,11 +372,17 @@ test("a summarizer that fails keeps the conversation whole: exit code 1, the rea
   assert.equal(human.stdout, "");
 });
 
-test("--repair repairs tool pairing before prepare; without it the problems are reported", () => {
+test("--repair repairs tool pairing before prepare; without it prepare refuses (exit 2) and writes nothing", () => {
   const store = join(tmp, "store-e");
-  const plain = run(["prepare", fixturePath("openai-broken-pairing"), "--model", "gpt-4o", "--store", store]);
-  assert.equal(plain.status, 0);
-  assert.match(plain.stderr, /4 tool pairing problems .*--repair/);
+  const out = join(tmp, "refused.json");
+  const plain = run(["prepare", fixturePath("openai-broken-pairing"), "--model", "gpt-4o", "--store", store, "--out", out]);
+  assert.equal(plain.status, 2);
+  assert.match(plain.stderr, /^context-keeper prepare: error: 4 tool pairing problems a provider would reject, e\.g\. messages\[\d+\]: .*nothing written: --repair repairs them/);
+  assert.equal(plain.stderr.trim().split("\n").length, 1, "one line");
+  assert.equal(plain.stdout, "");
+  assert.equal(existsSync(out), false, "no request written");
+  const asJson = json(run(["prepare", fixturePath("openai-broken-pairing"), "--model", "gpt-4o", "--store", store, "--json"]));
+  assert.equal(asJson.error.exitCode, 2);
   const repaired = run(["prepare", fixturePath("openai-broken-pairing"), "--model", "gpt-4o", "--store", store, "--repair", "--json"]);
   const { report, messages } = json(repaired);
   assert.equal(report.repairs.length, 3);

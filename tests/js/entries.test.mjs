@@ -81,12 +81,38 @@ test("an entry rejects the encoding it was built without, naming the entry that 
   assertNotBuilt(() => o200k.countTokens("hello", { encoding: "cl100k_base" }), "cl100k_base", "cl100k");
   assertNotBuilt(() => o200k.countTokens("hello", { model: "gpt-4" }), "cl100k_base", "cl100k");
   assertNotBuilt(() => o200k.countTokens("", { encoding: "cl100k_base" }), "cl100k_base", "cl100k");
-  assertNotBuilt(() => cl100k.countTokens("hello"), "o200k_base", "o200k");
   assertNotBuilt(() => cl100k.countTokens("hello", { model: "gpt-4o" }), "o200k_base", "o200k");
   assertNotBuilt(() => cl100k.countMessages([{ role: "user", content: "hi" }], { model: "gpt-4o" }), "o200k_base", "o200k");
   // Still usable afterwards, and an unknown encoding is still an error of kind "encoding".
   assert.equal(o200k.countTokens("hello world"), 2);
   assert.throws(() => cl100k.countTokens("hi", { encoding: "p50k_base" }), (err) => err instanceof main.ContextKeeperError && err.kind === "encoding");
+});
+
+test("with no encoding and no model, an entry counts with the encoding it has: o200k_base, or cl100k_base in /cl100k", () => {
+  for (const text of ["hello", "Grüße, 世界", ...allTexts.slice(0, 3)]) {
+    assert.equal(cl100k.countTokens(text), referenceCount(text, "cl100k_base"));
+    assert.equal(o200k.countTokens(text), referenceCount(text, "o200k_base"));
+    assert.equal(main.countTokens(text), referenceCount(text, "o200k_base"));
+  }
+  const messages = [{ role: "user", content: "hi there" }];
+  assert.equal(cl100k.countMessages(messages).total, main.countMessages(messages, { encoding: "cl100k_base" }).total);
+});
+
+test("a keeper for a model whose encoding the entry lacks is refused when made, naming the entries that have it", async () => {
+  const store = new (await import("context-keeper/stores")).MemoryStore();
+  assert.throws(
+    () => new cl100k.ContextKeeper({ model: "gpt-4o", store }),
+    (err) => err instanceof main.ContextKeeperError && err.kind === "options" && err.path === "options.model" && err.message === 'options.model: "gpt-4o" counts with o200k_base, which this entry of context-keeper does not have; use "context-keeper" (every encoding) or "context-keeper/o200k"',
+  );
+  assert.throws(() => new o200k.ContextKeeper({ model: "gpt-4", store }), (err) => err.path === "options.model" && /cl100k_base/.test(err.message));
+  // the encoding it has, and the estimator-only entry (which estimates every model), prepare
+  const history = [{ role: "system", content: "s" }, { role: "user", content: "hello" }];
+  for (const [entry, model] of [[cl100k, "gpt-4"], [lite, "gpt-4o"], [main, "gpt-4o"]]) {
+    const keeper = new entry.ContextKeeper({ model, store });
+    const { report } = await keeper.prepare(history, { sessionId: `entry-${model}` });
+    keeper.free();
+    assert.equal(report.managed, true, model);
+  }
 });
 
 test("context-keeper/estimate is the estimator alone: no countTokens, no tables", () => {

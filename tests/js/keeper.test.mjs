@@ -151,10 +151,10 @@ test("a store that fails keeps every result and reports it", async () => {
   assert.equal(report.failures.length, 1);
 });
 
-test("management is off for an unknown window or enabled: false, and says so", async () => {
+test("management is off with no model and no window, or enabled: false, and says so", async () => {
   const store = new MemoryStore();
   const history = session("openai", 3).all;
-  for (const options of [{ model: "my-own-model" }, { model: "gpt-4o", enabled: false }]) {
+  for (const options of [{}, { model: "my-own-model", enabled: false }, { model: "gpt-4o", enabled: false }]) {
     const keeper = new ContextKeeper({ ...options, store });
     assert.equal(keeper.budget, null);
     const { messages, report } = await keeper.prepare(history, { sessionId: "s" });
@@ -248,6 +248,26 @@ test("bad options are named", () => {
   assert.throws(() => new ContextKeeper({ model: "gpt-4o" }), (e) => e.kind === "options" && e.path === "options.store");
   assert.throws(() => new ContextKeeper({ model: "gpt-4o", store: new MemoryStore(), thresholds: { prune: "high" } }), (e) => e.kind === "options" && e.path === "options.thresholds.prune");
   assert.throws(() => new ContextKeeper({ model: "gpt-4o", store: new MemoryStore(), treshold: 1 }), (e) => e.kind === "options" && /treshold/.test(e.message));
+});
+
+test("a mistyped or unknown model with no contextWindow is refused by name, with the registry's nearest names, not run unmanaged", async () => {
+  const store = new MemoryStore();
+  assert.throws(
+    () => new ContextKeeper({ model: "gpt4o", store }),
+    (e) => e instanceof ContextKeeperError && e.kind === "options" && e.path === "options.model" && /^options\.model: unknown model "gpt4o"/.test(e.message) && /Did you mean [^?]*"gpt-4o"/.test(e.message) && /contextWindow/.test(e.message),
+  );
+  assert.throws(() => new ContextKeeper({ model: "nope", store }), (e) => e.path === "options.model" && /unknown model "nope"/.test(e.message) && !/Did you mean/.test(e.message));
+  // with its window given, an unknown model is managed (counted by the estimate)
+  const mine = new ContextKeeper({ model: "nope", contextWindow: 2_000, store });
+  const big = [{ role: "system", content: "s" }, { role: "user", content: "task" }, ...Array.from({ length: 12 }, (_, t) => turn("openai", t)).flat()];
+  const { report } = await mine.prepare(big, { sessionId: "mine" });
+  mine.free();
+  assert.equal(report.managed, true);
+  assert.notEqual(report.decision, "off");
+  // and management turned off on purpose stays a choice
+  const off = new ContextKeeper({ model: "nope", store, enabled: false });
+  assert.equal((await off.prepare(big, { sessionId: "off" })).report.decision, "off");
+  off.free();
 });
 
 test("recordUsage calibrates a model counted by proxy: by what the provider read of the last prepared messages, for this keeper and the session's next keeper", async () => {

@@ -187,6 +187,27 @@ fn an_unknown_window_or_enabled_false_turns_management_off() {
 }
 
 #[test]
+fn an_unknown_model_without_a_window_is_refused_by_name_with_the_nearest_names() {
+    let with = |model: &str, window: Option<u64>, enabled: bool| KeeperOptions {
+        model: Some(model.to_owned()),
+        context_window: window,
+        enabled,
+        ..KeeperOptions::default()
+    };
+    let typo = with("gpt4o", None, true).check_model().unwrap_err();
+    assert!(typo.starts_with("unknown model \"gpt4o\""), "{typo}");
+    assert!(typo.contains("Did you mean one of \"gpt-4o\""), "{typo}");
+    assert!(typo.contains("contextWindow"), "{typo}");
+    let nothing_near = with("nope", None, true).check_model().unwrap_err();
+    assert!(!nothing_near.contains("Did you mean"), "{nothing_near}");
+    // a window given, a known model, or management turned off: nothing to refuse
+    assert_eq!(with("nope", Some(32_000), true).check_model(), Ok(()));
+    assert_eq!(with("gpt-4o-2024-08-06", None, true).check_model(), Ok(()));
+    assert_eq!(with("nope", None, false).check_model(), Ok(()));
+    assert_eq!(KeeperOptions::default().check_model(), Ok(()));
+}
+
+#[test]
 fn budget_figures_follow_the_thresholds_and_accept_fractions() {
     let b = options(200_000).budget().unwrap();
     assert_eq!(
