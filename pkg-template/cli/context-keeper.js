@@ -80,8 +80,8 @@ Options:
                            CONTEXT_KEEPER_TARGET_TOKENS.
   --summarizer-timeout S   seconds to wait for the command (default 120)
   --out FILE               write the conversation there instead of stdout
-  --repair                 repair tool pairing first (repairMessages), else problems are
-                           reported and the conversation passed on as it is
+  --repair                 repair tool pairing first (repairMessages); without it a
+                           conversation a provider would reject is refused (exit 2)
   --now TIME               the time written in a compaction marker (default: now)
   --json                   stdout gets {report, messages} (or {report, out} with --out)
   --no-progress            no progress line on stderr (it shows only on a TTY, for long input)
