@@ -293,7 +293,9 @@ fn setup(model: Option<&str>, format: Format, options: &CountMessagesOptions) ->
                 };
             Setup {
                 rules: Rules {
-                    encoding: options.encoding.unwrap_or_else(crate::model::default_encoding),
+                    encoding: options
+                        .encoding
+                        .unwrap_or_else(crate::model::default_encoding),
                     framing: chat.framing,
                     images: chat.images,
                 },
