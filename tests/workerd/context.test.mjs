@@ -157,19 +157,20 @@ test("after a restart of wrangler, the offloaded results read back whole, also t
     assert.deepEqual(turn.valid, [], `turn ${t}`);
     assert.equal(turn.report.fits, true, `turn ${t}: ${turn.report.overBudget}`);
   }
-  assert.ok(keeperTurns.some((turn) => turn.report.decision === "pruned" || turn.report.decision === "cleared"), JSON.stringify(keeperTurns.map((turn) => turn.report.decision)));
   const { stats, offloads: stored, damaged, firstLines, readLines, readComplete } = await post("context/keeper/stats?session=do-1");
   assert.equal(stats.prepared, KEEPER_TURNS, "every prepare of both isolates is counted");
   // every result offloaded or cut in any output has its copy in the store, stored once
   const offloadedIds = new Set(keeperTurns.flatMap((turn) => turn.offloadedIds));
   const cutIds = new Set(keeperTurns.flatMap((turn) => turn.cutIds));
   assert.equal(offloadedIds.size, KEEPER_TURNS / 5, "each long result offloaded");
-  assert.ok(cutIds.size > 0, "results cut by the keeper's decision");
   assert.equal(stored, new Set([...offloadedIds, ...cutIds]).size, "each copy stored once");
   assert.equal(stats.events.offloads, KEEPER_TURNS / 5);
   assert.deepEqual(damaged, []);
   assert.equal(readLines, firstLines, "an offloaded result reads back whole");
   assert.equal(firstLines, 1_000);
   assert.equal(readComplete, true);
-  assert.ok(stats.saved.offload > 0 && stats.saved.prune > 0, JSON.stringify(stats.saved));
+  // the window fills every five turns: compactions make the room (cuts are their fallback)
+  assert.ok(stats.saved.offload > 0 && stats.saved.compact > 0, JSON.stringify(stats));
+  assert.equal(stats.events.compactions, keeperTurns.filter((turn) => turn.report.decision === "compacted").length);
+  assert.ok(stats.events.compactions > 0);
 });

@@ -29,7 +29,9 @@ async function countWith(entry, text) {
   return {
     // NOTE: `export *` from the web build also passes on its initSync, a no-op once initialised.
     exports: Object.keys(entry).filter((name) => name !== "initSync").sort(),
-    o200k_base: attempt(() => entry.countTokens(text)),
+    o200k_base: attempt(() => entry.countTokens(text, { encoding: "o200k_base" })),
+    // with neither an encoding nor a model: the entry's own encoding
+    default: attempt(() => entry.countTokens(text)),
     cl100k_base: attempt(() => entry.countTokens(text, { encoding: "cl100k_base" })),
     estimate: entry.estimateTokens(text),
     ...(entry === lite && await prepared(entry, text)),

@@ -60,6 +60,8 @@ test("the subpath entries inside workerd: one encoding each, the keeper without 
     assert.deepEqual(cl100k.exports, api);
     assert.equal(cl100k.cl100k_base, referenceCount(text, "cl100k_base"), `cl100k ${name}`);
     assert.deepEqual(cl100k.o200k_base.error, { name: "ContextKeeperError", kind: "encoding", message: notBuilt("o200k_base", "o200k"), isError: true });
+    assert.equal(cl100k.default, cl100k.cl100k_base, `cl100k counts cl100k_base by default: ${name}`);
+    assert.equal(o200k.default, o200k.o200k_base, `o200k ${name}`);
 
     const { body: full } = await ask(text);
     const { body: lite } = await ask(text, "lite");
