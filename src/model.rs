@@ -849,7 +849,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
         for (j, cb) in b.iter().enumerate() {
             let up = row.get(j + 1).copied().unwrap_or(usize::MAX);
             let cost = diagonal + usize::from(ca != *cb);
-            let next = cost.min(up + 1).min(left + 1);
+            let next = cost.min(up.saturating_add(1)).min(left + 1);
             diagonal = up;
             if let Some(slot) = row.get_mut(j + 1) {
                 *slot = next;

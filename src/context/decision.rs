@@ -281,7 +281,6 @@ impl Shape<'_> {
     /// The tokens of `t` before and after `cut`, memoized (the text itself is not kept:
     /// most cuts a decision measures are never made, and a made one is rendered again once,
     /// when its message is first cut that way).
-    #[inline(never)]
     fn render(
         &self,
         memo: &mut DecisionMemo,
@@ -289,7 +288,19 @@ impl Shape<'_> {
         t: &Target<'_>,
         cut: &Cut,
     ) -> Figures {
-        let key = render_key(message, t, cut);
+        self.render_keyed(memo, message, t, cut, render_key(message, t, cut))
+    }
+
+    /// [`Shape::render`], its memo key ([`render_key`]) at hand.
+    #[inline(never)]
+    fn render_keyed(
+        &self,
+        memo: &mut DecisionMemo,
+        message: &Message,
+        t: &Target<'_>,
+        cut: &Cut,
+        key: RenderKey,
+    ) -> Figures {
         if let Some(entry) = memo.rendered.get_mut(&key) {
             entry.used = true;
             return entry.value;
@@ -596,7 +607,8 @@ pub(crate) fn apply(
         if shape.hash(memo, message, &t) != cut.hash {
             continue;
         }
-        let rendered = shape.render(memo, message, &t, cut);
+        let key = render_key(message, &t, cut);
+        let rendered = shape.render_keyed(memo, message, &t, cut, key);
         if rendered.after >= rendered.before {
             continue;
         }
@@ -615,8 +627,7 @@ pub(crate) fn apply(
                 id: cut.id.clone(),
             },
         };
-        let key = render_key(message, &t, cut).2;
-        planned.push((t, cut, key, edit));
+        planned.push((t, cut, key.2, edit));
     }
     // NOTE: by message: a message cut the same way by an earlier prepare is taken from the memo
     // as it was made, with no copy of its original text made and nothing rendered again.

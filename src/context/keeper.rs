@@ -870,17 +870,17 @@ impl Prepare {
             };
             self.record_horizon(Horizon { call });
         }
+        let offloads: std::collections::HashSet<&str> = (cuts.iter())
+            .filter(|c| c.action == Action::Offload)
+            .map(|c| c.id.as_str())
+            .collect();
         let mut failed: Vec<&str> = Vec::new();
         for (i, copy) in copies.iter().enumerate() {
             let id = copy.id();
             match outcomes.get(i) {
                 Some(Outcome::Saved) => {
                     let fresh = self.state.keeper.offloaded.insert(id.to_owned());
-                    if fresh
-                        && cuts
-                            .iter()
-                            .any(|c| c.id == id && c.action == Action::Offload)
-                    {
+                    if fresh && offloads.contains(id) {
                         self.state.keeper.stats.events.offloads += 1;
                     }
                 }

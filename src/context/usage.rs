@@ -186,9 +186,9 @@ fn leaves(value: &Value, out: &mut Vec<Detail>) {
     }
 }
 
-/// The details of a result's text, each with the line (from 1) it is on (a detail
-/// that comes again at once on the same line, once). Held in a buffer of its exact length (it is kept for as long as
-/// the result is in the history).
+/// The details of a result's text, each with the line (from 1) it is on (a detail that comes
+/// again at once on the same line, once), in a buffer of its exact length: it is kept for as
+/// long as the result is in the history.
 pub fn by_line(text: &str) -> Vec<(Detail, u32)> {
     let mut out = Vec::new();
     let mut line = 1u32;
