@@ -7,9 +7,10 @@
 //
 // A snapshot (src/bindings/walk.rs, `Snapshot`) is an array: the memo id the core keeps for the
 // message, then the message's JSON reading in walk order. A leaf (string, number, boolean, null)
-// is itself; an object is its mark, `JSON.stringify` of its keys, then its values; an array is
-// its mark, then its items. A mark is the only kind of object a snapshot holds: `{ a, n }`, an
-// array (`a` true) or object of `n` entries.
+// is itself; an object is its mark, then each key followed by its value; an array is its mark,
+// then its items. A mark is the only kind of object a snapshot holds: `{ a, n }`, an array (`a`
+// true) or object of `n` entries. Keys are compared one by one as strings: `Object.keys` of an
+// unchanged object gives the same string objects, so each compare is a pointer compare.
 
 /** The most nested a message may be and still be checked (the core's walk allows as many). */
 const MAX_DEPTH = 128;
@@ -45,8 +46,10 @@ function matches(value, snapshot) {
     }
     const keys = Object.keys(value);
     if (first.a !== false || first.n !== keys.length) return false;
-    if (JSON.stringify(keys) !== snapshot[at++]) return false;
-    for (const key of keys) if (!same(value[key], depth + 1)) return false;
+    for (const key of keys) {
+      if (key !== snapshot[at++]) return false;
+      if (!same(value[key], depth + 1)) return false;
+    }
     return true;
   };
   try {

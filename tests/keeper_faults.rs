@@ -28,7 +28,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use context_keeper::context::compact::{CompactOutcome, SummaryOutcome};
-use context_keeper::context::decision::stored_copy;
+use context_keeper::context::decision::{stored_copy, DecisionMemo};
 use context_keeper::context::flush::FlushOutcome;
 use context_keeper::context::keeper::{Call, KeeperOptions, Need, Prepare, Prepared, Thresholds};
 use context_keeper::context::recovery::decode;
@@ -399,6 +399,28 @@ fn drive(
     faults: &mut Faults<'_>,
     store: &mut Store,
 ) -> Result<Prepared, String> {
+    drive_with(
+        input,
+        options,
+        state,
+        flush,
+        faults,
+        store,
+        &mut DecisionMemo::new(),
+    )
+}
+
+/// [`drive`] with the memo of earlier prepares (handed in and taken back, as the wasm keeper
+/// does).
+fn drive_with(
+    input: Conversation,
+    options: &KeeperOptions,
+    state: &SessionState,
+    flush: bool,
+    faults: &mut Faults<'_>,
+    store: &mut Store,
+    memo: &mut DecisionMemo,
+) -> Result<Prepared, String> {
     let mut counter = Counter::new();
     let call = Call {
         session_id: "fault-session".into(),
@@ -406,10 +428,15 @@ fn drive(
         flush,
     };
     let mut p = Prepare::start(input, options, call, state.clone(), &mut counter)
-        .map_err(|e| format!("start: {e}"))?;
+        .map_err(|e| format!("start: {e}"))?
+        .with_memo(std::mem::take(memo));
     for _ in 0..32 {
         match p.next(&mut counter).map_err(|e| format!("next: {e}"))? {
-            Need::Done => return Ok(p.finish(&mut counter)),
+            Need::Done => {
+                let mut done = p.finish(&mut counter);
+                *memo = std::mem::take(&mut done.memo);
+                return Ok(done);
+            }
             Need::Saves(saves) => {
                 let saves = saves.to_vec();
                 let mut outcomes: Vec<Outcome> = saves
@@ -1033,22 +1060,36 @@ fn run_case(case: &Case, seen: &mut Tally) -> Result<usize, String> {
     let mut input = parse_messages(&render(&history), &parse_options(format))
         .map_err(|e| format!("the generated input does not parse: {e}"))?;
     let mut runs = 0;
+    // NOTE: as the wasm keeper runs: one memo across the prepares, each message worked out
+    // ahead as it arrives (its fast path), and the messages it read before the same objects
+    // (the same `Message`), so the memo is used, not only filled.
+    let mut memo = DecisionMemo::new();
+    let mut previous: Vec<Message> = Vec::new();
     for k in 0..case.setup.prepares {
         let before_faults = (faults.save, faults.summary, faults.flush);
-        let out = drive(
+        for message in input.messages_mut() {
+            if let Some(same) = previous.iter().find(|p| *p == message) {
+                *message = same.clone();
+            }
+            memo.prime(message);
+        }
+        previous = input.messages().to_vec();
+        let out = drive_with(
             input.clone(),
             &options,
             &state,
             case.setup.flush,
             &mut faults,
             &mut store,
+            &mut memo,
         )?;
         runs += 1;
         tally(seen, &out, case.conv.dialect);
         check(case.conv.dialect, &input, &out, &store, &options)
             .map_err(|e| format!("prepare {k}: {e}\nreport: {:?}", out.report))?;
-        // deterministic: the same input, state and schedule give the same bytes
-        if k == 0 && case.twice {
+        // deterministic: the same input, state and schedule give the same bytes, with the
+        // memo of the earlier prepares or without
+        if case.twice {
             let mut again = Faults {
                 schedule: &case.schedule,
                 save: before_faults.0,
@@ -1065,6 +1106,12 @@ fn run_case(case: &Case, seen: &mut Tally) -> Result<usize, String> {
             )?;
             if twice.conversation.to_json_string() != out.conversation.to_json_string() {
                 return Err(format!("prepare {k}: not deterministic"));
+            }
+            if twice.report != out.report {
+                return Err(format!(
+                    "prepare {k}: the report differs without the memo\nwith: {:?}\nwithout: {:?}",
+                    out.report, twice.report
+                ));
             }
         }
         if let Some(next) = out.state.clone() {

@@ -646,6 +646,12 @@ function extendsPrevious(history, previous) {
  * need nothing and the count stays under the first threshold (counted through the keeper's own
  * memo, so the old messages are not read again).
  */
+/** How far past its line a history's new messages, added to what the last call sent, may
+ * reach and still be counted whole by the fast path: more than a list's own tokens (the
+ * reply's priming, in both counts). Past it the core decides, as it would anyway unless a new
+ * turn dropped more earlier thinking than the margin. */
+const FAST_MARGIN_TOKENS = 256;
+
 function bindKeeper(core, h) {
   /** Assistant turns `message` begins: one per assistant message, and per later `step-start`
    * part of a UIMessage (as the core's `Turns` counts them). */
@@ -771,10 +777,15 @@ function bindKeeper(core, h) {
       // history within the budget keeps it, as the core would decide ("held").
       const turns = fresh.reduce((n, message) => n + turnStarts(message), 0);
       const holdsFor = Math.max(0, last.report.holdsFor - turns);
+      const ceiling = holdsFor > 0 ? last.heldCeiling : last.ceiling;
+      // NOTE: a history grown clearly past the line goes to the core without counting all of
+      // it here first (the core reads it again): the new messages alone, on top of what the
+      // last call sent, tell. The margin covers a list's own tokens, counted in both.
+      if (fresh.length > 0 && last.report.tokensAfter + keeper.countNew(fresh) > ceiling + FAST_MARGIN_TOKENS) return null;
       const outList = fresh.length === 0 ? last.outList : last.outList.concat(fresh);
       const output = envelope === null ? outList : { ...last.outEnvelope, messages: outList };
       const tokens = keeper.count(output);
-      if (tokens > (holdsFor > 0 ? last.heldCeiling : last.ceiling)) return null;
+      if (tokens > ceiling) return null;
       const before = last.report.tokensBefore + (tokens - last.report.tokensAfter);
       // NOTE: what the previous call did this call does not (no flush, no compaction, no offload).
       const { flush: _flush, compaction: _compaction, ...standing } = last.report;
@@ -894,7 +905,7 @@ function bindKeeper(core, h) {
         if (!saved.ok) report.stateFailure = saved.reason;
       }
       const offloadLimit = this.#budget?.offloadAt ?? Infinity;
-      const calibration = done.state === undefined ? last?.calibration : core.__CkKeeper.calibration(done.state);
+      const calibration = done.state === undefined ? last?.calibration : (done.calibration ?? undefined);
       if (report.managed) this.#remember(sessionId, history, done.messages, report, offloadLimit, undefined, calibration);
       return { messages: done.messages, report };
     }

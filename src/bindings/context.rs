@@ -12,7 +12,7 @@ use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
 use super::error::ContextError;
-use super::messages::{message_list, write_back};
+use super::messages::{message_list, write_back_reusing, Made};
 use super::{enter, type_name, walk, CONVERSATION};
 use crate::context::compact::{self, CompactOptions, CompactPlan, SummaryOutcome, SummaryRequest};
 use crate::context::flush::{FlushOptions, FlushOutcome};
@@ -167,11 +167,21 @@ pub(super) fn messages_out(
     conversation: Conversation,
     origin: &[Option<usize>],
 ) -> Result<JsValue, ContextError> {
+    messages_out_reusing(input, conversation, origin, &mut super::messages::NoneMade)
+}
+
+/// [`messages_out`], giving again an object `made` has for a message that is not the caller's.
+pub(super) fn messages_out_reusing(
+    input: &JsValue,
+    conversation: Conversation,
+    origin: &[Option<usize>],
+    made: &mut dyn Made,
+) -> Result<JsValue, ContextError> {
     if origin.iter().enumerate().all(|(i, o)| *o == Some(i)) {
         return Ok(input.clone());
     }
     let list = message_list(input).map_err(|e| ContextError::internal(e.to_string()))?;
-    write_back(input, &list, conversation, origin)
+    write_back_reusing(input, &list, conversation, origin, made)
         .map_err(|e| ContextError::internal(e.to_string()))
 }
 

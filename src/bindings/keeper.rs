@@ -4,6 +4,7 @@
 //! `__CkPrepare` is one prepare, stepped by the driver ([`crate::context::keeper`]).
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use js_sys::{Array, WeakMap};
@@ -12,8 +13,8 @@ use wasm_bindgen::prelude::*;
 
 use super::context::{
     already_applied, archive_save_js, check_flush_figures, count_error, flush_outcome,
-    messages_out, outcome_of, read_conversation, read_options, save_to_js, set, summary_outcome,
-    summary_request_js, to_js,
+    messages_out_reusing, outcome_of, read_conversation, read_options, save_to_js, set,
+    summary_outcome, summary_request_js, to_js,
 };
 use super::error::ContextError;
 use super::list::{self, Found};
@@ -42,6 +43,90 @@ pub struct KeeperJs {
     counting: Own,
     /// What its prepares cut, by message (each prepare takes it and hands it back).
     memo: Rc<RefCell<DecisionMemo>>,
+    /// The objects its last prepare made for the messages it cut.
+    made: Rc<RefCell<MadeObjects>>,
+    /// The last session state it wrote, as bytes and as state: the next prepare of the
+    /// session is handed the same bytes, and takes a copy instead of reading them again.
+    state: Rc<RefCell<Option<Written>>>,
+}
+
+/// A session state as written: its bytes, and the state they hold.
+type Written = (Vec<u8>, SessionState);
+
+/// The objects a prepare made for messages that are not the caller's (its cuts), by message
+/// identity: the next prepare gives the same object again for the same message (a standing
+/// cut re-applied is the same message, [`DecisionMemo`]) while the object still reads as it was
+/// made, so the history a host sends back holds objects the keeper has read, and its next
+/// count reads only what is new.
+#[derive(Debug)]
+struct MadeObjects {
+    /// The last prepare's, each with its message (held, so that no other takes its address).
+    last: HashMap<usize, (messages::Message, JsValue)>,
+    /// This prepare's.
+    now: HashMap<usize, (messages::Message, JsValue)>,
+    /// What each object read as when it was made ([`walk::Snapshot`]): the host may edit one
+    /// in place (the keeper's own map of what it read is updated by each read, so it cannot
+    /// tell).
+    made: WeakMap,
+    /// Whether the keeper has finished a prepare before: a keeper made for one prepare (a
+    /// stateless Worker's) keeps nothing, so it does not pay for a snapshot of what it made.
+    again: bool,
+}
+
+impl Default for MadeObjects {
+    fn default() -> MadeObjects {
+        MadeObjects {
+            last: HashMap::new(),
+            now: HashMap::new(),
+            made: WeakMap::new(),
+            again: false,
+        }
+    }
+}
+
+impl MadeObjects {
+    /// Keeps of the last prepare's objects only those that read as they were made, checked in
+    /// one call.
+    fn check(&mut self) {
+        let entries: Vec<usize> = self.last.keys().copied().collect();
+        let objects: Array = (entries.iter())
+            .filter_map(|id| self.last.get(id).map(|(_, object)| object.clone()))
+            .collect();
+        let made = &self.made;
+        let same = super::memo::recall_all_in(made, &objects).unwrap_or_else(|| {
+            (objects.iter())
+                .map(|object| super::memo::recall_in(made, &object))
+                .collect()
+        });
+        for (id, same) in entries.iter().zip(same) {
+            if same.is_none() {
+                self.last.remove(id);
+            }
+        }
+    }
+}
+
+impl super::messages::Made for MadeObjects {
+    fn get(&mut self, message: &messages::Message) -> Option<JsValue> {
+        let (_, object) = self.last.get(&message.identity())?;
+        let object = object.clone();
+        self.now
+            .insert(message.identity(), (message.clone(), object.clone()));
+        Some(object)
+    }
+    fn keeps(&self) -> bool {
+        self.again
+    }
+    fn made(&mut self, message: messages::Message, object: &JsValue) {
+        // NOTE: an object that cannot be snapshotted is not given again.
+        if let Ok((_, Some(snapshot))) = walk::read_item_with_snapshot(object, 0) {
+            // NOTE: the id slot of a snapshot; any id above 0 reads as "the same".
+            self.made
+                .set(object.unchecked_ref(), &snapshot.into_js(1).into());
+            self.now
+                .insert(message.identity(), (message, object.clone()));
+        }
+    }
 }
 
 /// The figures a budget is made of, each a positive number: a threshold of 0 or below, or a
@@ -97,6 +182,8 @@ impl KeeperJs {
                 seen: WeakMap::new(),
             },
             memo: Rc::default(),
+            made: Rc::default(),
+            state: Rc::default(),
         })
     }
 
@@ -124,6 +211,29 @@ impl KeeperJs {
         Ok(count.total as f64)
     }
 
+    /// [`KeeperJs::count`] of messages new to a history (the driver's fast path), and what a
+    /// decision will read of each worked out now ([`DecisionMemo::prime`]), a few messages a
+    /// turn rather than all that arrived since the last decision on the turn that makes one.
+    #[wasm_bindgen(js_name = countNew)]
+    pub fn count_new(&self, messages: JsValue) -> Result<f64, super::counting::CountingError> {
+        let total = self.count(messages.clone())?;
+        if let Ok(Some((list, _))) = super::counting::split(&messages) {
+            if let Ok(found) = list::read_list(&list, &self.counting, true) {
+                let mut memo = self.memo.borrow_mut();
+                for found in &found {
+                    if let Found::Known {
+                        parsed: Some(message),
+                        ..
+                    } = found
+                    {
+                        memo.prime(message);
+                    }
+                }
+            }
+        }
+        Ok(total)
+    }
+
     /// Starts a prepare of `messages` with the session's stored state.
     pub fn prepare(
         &self,
@@ -140,7 +250,12 @@ impl KeeperJs {
             now,
             flush,
         };
-        let state = SessionState::from_bytes(state.as_deref());
+        // NOTE: the state the keeper's last prepare wrote is taken as it was, not read again
+        // (a keeper made for one prepare, as a stateless Worker's, reads it).
+        let state = match (&*self.state.borrow(), state.as_deref()) {
+            (Some((bytes, written)), Some(given)) if bytes.as_slice() == given => written.clone(),
+            (_, given) => SessionState::from_bytes(given),
+        };
         let counter = Rc::clone(&self.counting.counter);
         let memo = std::mem::take(&mut *self.memo.borrow_mut());
         let prepare = Prepare::start(conv, &self.options, call, state, &mut counter.borrow_mut())
@@ -163,6 +278,8 @@ impl KeeperJs {
             prepare: Some(prepare),
             counter,
             memo: Rc::clone(&self.memo),
+            made: Rc::clone(&self.made),
+            state: Rc::clone(&self.state),
         })
     }
 
@@ -193,6 +310,8 @@ impl KeeperJs {
         counter.clear_cache();
         counter.clear_calibrations();
         *self.memo.borrow_mut() = DecisionMemo::new();
+        *self.made.borrow_mut() = MadeObjects::default();
+        *self.state.borrow_mut() = None;
     }
 
     /// A session's running figures from its stored state.
@@ -365,6 +484,10 @@ pub struct PrepareJs {
     counter: Rc<RefCell<Counter>>,
     /// The keeper's, to hand the memo back to.
     memo: Rc<RefCell<DecisionMemo>>,
+    /// The keeper's objects made for cut messages.
+    made: Rc<RefCell<MadeObjects>>,
+    /// The keeper's last state written.
+    state: Rc<RefCell<Option<Written>>>,
 }
 
 fn saves_js(saves: &[crate::context::Save]) -> Result<Array, ContextError> {
@@ -452,8 +575,9 @@ impl PrepareJs {
             .map_err(prepare_error)
     }
 
-    /// `{ messages, report, state? }`: the messages to send (untouched ones the caller's own
-    /// objects), the report, and the session state to store (bytes) when it changed.
+    /// `{ messages, report, state?, calibration? }`: the messages to send (untouched ones the
+    /// caller's own objects, or objects it made for the same cuts before), the report, and the
+    /// session state to store (bytes) with its calibration when it changed.
     pub fn finish(&mut self) -> Result<JsValue, ContextError> {
         enter();
         let prepare = self.prepare.take().ok_or_else(already_applied)?;
@@ -463,7 +587,15 @@ impl PrepareJs {
             (true, Some(system)) => Some(system.clone().into_content_value()),
             _ => None,
         };
-        let messages = messages_out(&self.messages, done.conversation, &done.origin)?;
+        let messages = {
+            let mut made = self.made.borrow_mut();
+            made.check();
+            let out =
+                messages_out_reusing(&self.messages, done.conversation, &done.origin, &mut *made);
+            made.last = std::mem::take(&mut made.now);
+            made.again = true;
+            out?
+        };
         if let Some(Some(system)) = system {
             // NOTE: a cache breakpoint on the system prompt: the request object is a copy.
             let copy = if messages == self.messages {
@@ -477,9 +609,9 @@ impl PrepareJs {
                 &super::messages::json_to_js(&system)
                     .map_err(|e| ContextError::internal(e.to_string()))?,
             )?;
-            return self.finished(copy, &done.report, done.state.as_ref());
+            return self.finished(copy, &done.report, done.state);
         }
-        self.finished(messages, &done.report, done.state.as_ref())
+        self.finished(messages, &done.report, done.state)
     }
 }
 
@@ -488,17 +620,18 @@ impl PrepareJs {
         &self,
         messages: JsValue,
         report: &crate::context::keeper::PrepareReport,
-        state: Option<&SessionState>,
+        state: Option<SessionState>,
     ) -> Result<JsValue, ContextError> {
         let out = js_sys::Object::new();
         set(&out, "messages", &messages)?;
         set(&out, "report", &to_js(report)?)?;
         if let Some(state) = state {
-            set(
-                &out,
-                "state",
-                &js_sys::Uint8Array::from(state.to_bytes().as_slice()),
-            )?;
+            let bytes = state.to_bytes();
+            set(&out, "state", &js_sys::Uint8Array::from(bytes.as_slice()))?;
+            // NOTE: the session's calibration, so the driver need not read the state again.
+            let calibration = state.keeper.calibration_ppm.map(|ppm| ppm as f64 / 1e6);
+            set(&out, "calibration", &calibration.into())?;
+            *self.state.borrow_mut() = Some((bytes, state));
         }
         Ok(out.into())
     }

@@ -381,6 +381,42 @@ pub(super) fn write_back(
     repaired: Conversation,
     untouched: &[Option<usize>],
 ) -> Result<JsValue, MessagesError> {
+    write_back_reusing(input, list, repaired, untouched, &mut NoneMade)
+}
+
+/// The objects written back for messages that are not the caller's: one made before for the
+/// same message can be given again ([`write_back_reusing`]).
+pub(super) trait Made {
+    /// An object made for `message` before, that still reads as it did.
+    fn get(&mut self, message: &messages::Message) -> Option<JsValue>;
+    /// Whether it keeps what [`Made::made`] tells it (else the message is not kept for it).
+    fn keeps(&self) -> bool;
+    /// `object` was made for `message`.
+    fn made(&mut self, message: messages::Message, object: &JsValue);
+}
+
+/// Nothing made before, nothing kept.
+pub(super) struct NoneMade;
+
+impl Made for NoneMade {
+    fn get(&mut self, _: &messages::Message) -> Option<JsValue> {
+        None
+    }
+    fn keeps(&self) -> bool {
+        false
+    }
+    fn made(&mut self, _: messages::Message, _: &JsValue) {}
+}
+
+/// [`write_back`], giving again the object `made` has for a message instead of making one,
+/// and telling it of each object it makes.
+pub(super) fn write_back_reusing(
+    input: &JsValue,
+    list: &js_sys::Array,
+    repaired: Conversation,
+    untouched: &[Option<usize>],
+    made: &mut dyn Made,
+) -> Result<JsValue, MessagesError> {
     let out = js_sys::Array::new();
     let (_, messages) = repaired.split_messages();
     for (message, at) in messages.into_iter().zip(untouched) {
@@ -393,9 +429,19 @@ pub(super) fn write_back(
                     "a repaired message was read in part".to_owned(),
                 ));
             }
-            None => {
-                out.push(&json_to_js(&message.into_value())?);
-            }
+            None => match made.get(&message) {
+                Some(object) => {
+                    out.push(&object);
+                }
+                None if made.keeps() => {
+                    let object = json_to_js(&message.clone().into_value())?;
+                    made.made(message, &object);
+                    out.push(&object);
+                }
+                None => {
+                    out.push(&json_to_js(&message.into_value())?);
+                }
+            },
         }
     }
     if js_sys::Array::is_array(input) {

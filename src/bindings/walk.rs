@@ -191,8 +191,8 @@ pub fn read_item_with_snapshot(
 }
 
 /// What a value's JSON reading was made of, in walk order: a leaf is itself; an object is its
-/// mark ([`mark`], telling its size), `JSON.stringify` of its keys, then its values; an array
-/// is its mark, then its items. [`Snapshot::matches`] tells whether the value still reads the
+/// mark ([`mark`], telling its size), then each key (the string `Object.keys` gave) followed by
+/// its value; an array is its mark, then its items. [`Snapshot::matches`] tells whether the value still reads the
 /// same, with `Object.is` on each part, so an unchanged string costs a pointer compare. The
 /// first slot holds the id the snapshot is kept under.
 pub struct Snapshot(Array);
@@ -233,27 +233,32 @@ impl Snapshot {
         if !value.is_object() || depth >= MAX_DEPTH || has_to_json(value) != Some(false) {
             return false;
         }
-        let is_array = Array::is_array(value);
-        let (items, size) = if is_array {
-            let array: Array = value.clone().unchecked_into();
-            let len = array.length();
-            (array, len)
-        } else {
-            let keys = Object::keys(value.unchecked_ref::<Object>());
-            let len = keys.length();
-            let same_keys = mark(false, len).is_some_and(|m| Object::is(&m, first))
-                && js_sys::JSON::stringify(&keys).is_ok_and(|k| Object::is(&k, &self.next(at)));
-            if !same_keys {
+        if Array::is_array(value) {
+            let array: &Array = value.unchecked_ref();
+            let size = array.length();
+            if !mark(true, size).is_some_and(|m| Object::is(&m, first)) {
                 return false;
             }
-            (Object::values(value.unchecked_ref::<Object>()), len)
-        };
-        if is_array && !mark(true, size).is_some_and(|m| Object::is(&m, first)) {
+            return (0..size).all(|i| {
+                let expected = self.next(at);
+                self.same(&array.get(i), &expected, depth + 1, at)
+            });
+        }
+        let keys = Object::keys(value.unchecked_ref::<Object>());
+        let size = keys.length();
+        if !mark(false, size).is_some_and(|m| Object::is(&m, first)) {
             return false;
         }
         (0..size).all(|i| {
+            let key = keys.get(i);
+            if !Object::is(&key, &self.next(at)) {
+                return false;
+            }
+            let Ok(item) = Reflect::get(value, &key) else {
+                return false;
+            };
             let expected = self.next(at);
-            self.same(&items.get(i), &expected, depth + 1, at)
+            self.same(&item, &expected, depth + 1, at)
         })
     }
 }
@@ -358,20 +363,16 @@ impl Walker {
         }
     }
 
-    /// Records the start of an object (with its `keys`) or an array of `size` entries.
-    fn record_mark(&mut self, array: bool, size: u32, keys: Option<&Array>) {
+    /// Records the start of an object or array of `size` entries (an object's keys are
+    /// recorded each before its value).
+    fn record_mark(&mut self, array: bool, size: u32) {
         if self.snapshot.is_none() {
             return;
         }
-        let keys = keys.map(|keys| js_sys::JSON::stringify(keys).map(JsValue::from));
-        match (mark(array, size), keys) {
-            (Some(mark), None) => self.record(&mark),
-            (Some(mark), Some(Ok(keys))) => {
-                self.record(&mark);
-                self.record(&keys);
-            }
-            // NOTE: too big to mark, or keys with no JSON form: not snapshotted.
-            _ => self.snapshot = None,
+        match mark(array, size) {
+            Some(mark) => self.record(&mark),
+            // NOTE: too big to mark: not snapshotted.
+            None => self.snapshot = None,
         }
     }
 
@@ -456,7 +457,7 @@ impl Walker {
 
     fn array(&mut self, array: &Array) -> Result<(), WalkError> {
         let len = array.length();
-        self.record_mark(true, len, None);
+        self.record_mark(true, len);
         self.nodes.push(Node::Array(len));
         for i in 0..len {
             let written = self
@@ -472,7 +473,7 @@ impl Walker {
     fn map(&mut self, value: &JsValue, skip: Option<&str>) -> Result<(), WalkError> {
         let keys = Object::keys(value.unchecked_ref::<Object>());
         let len = keys.length();
-        self.record_mark(false, len, Some(&keys));
+        self.record_mark(false, len);
         let at = self.nodes.len();
         self.nodes.push(Node::Object(0));
         let mut entries = 0;
@@ -483,6 +484,7 @@ impl Walker {
             }
             let item = Reflect::get(value, &key)
                 .map_err(|err| WalkError::new(error_message(&err)).under_key(&name(&key)))?;
+            self.record(&key);
             let written = self
                 .value(&item, Key::Name(&key), None)
                 .map_err(|e| e.under_key(&name(&key)))?;

@@ -173,6 +173,35 @@ impl DecisionMemo {
         index
     }
 
+    /// Works out ahead what a decision reads of `message` that depends on nothing else: what
+    /// an assistant message wrote, and of each tool result its hash, length, SHA-256 and
+    /// details by line. A host calls it as each message arrives (the keeper's fast path), so
+    /// that a decision turn does not do it for every message that arrived since the last one.
+    pub fn prime(&mut self, message: &Message) {
+        if message.role() == crate::messages::Role::Assistant {
+            let facts = self.facts(message, WRITTEN.0, WRITTEN.1);
+            facts.written.get_or_insert_with(|| {
+                let mut found = Vec::new();
+                usage::written(message, &mut found);
+                found
+            });
+        }
+        for (p, part) in message.parts().iter().enumerate() {
+            let Some(text) = part
+                .result_slot()
+                .and_then(|(shape, value)| result::read(shape, value))
+                .map(|read| read.text)
+            else {
+                continue;
+            };
+            let facts = self.facts(message, p, 0);
+            facts.hash.get_or_insert_with(|| hash_hex(&text));
+            facts.chars.get_or_insert_with(|| utf16_len(&text));
+            facts.sha256.get_or_insert_with(|| sha256_hex(&text));
+            facts.details.get_or_insert_with(|| usage::by_line(&text));
+        }
+    }
+
     /// The message its cuts of hash `spec` made of `original`, when an earlier apply made it.
     fn cut_message(&mut self, original: &Message, spec: u64) -> Option<Message> {
         let facts = self.facts(original, WRITTEN.0, WRITTEN.1);

@@ -942,6 +942,9 @@ impl Prepare {
 
     /// Names the message and part of each failure by its call.
     fn locate_failures(&mut self) {
+        if self.report.failures.is_empty() {
+            return;
+        }
         let sites = result_sites(&self.conversation);
         for failure in &mut self.report.failures {
             let Some(call) = failure.tool_call_id.as_deref() else {

@@ -221,6 +221,13 @@ test("a message changed in place after it was counted is counted as it is now", 
   assert.deepEqual(countMessages(history), fresh());
   delete history[0].name;
   assert.deepEqual(countMessages(history), fresh());
+  // A key renamed in place: as many keys as before, one of them another.
+  history[0].name = "alice";
+  assert.deepEqual(countMessages(history), fresh());
+  delete history[0].name;
+  history[0].nom = "alice";
+  assert.deepEqual(countMessages(history), fresh());
+  delete history[0].nom;
   history[0].content = [{ type: "text", text: "What is in this folder?" }];
   assert.deepEqual(countMessages(history), fresh());
   history[0].content[0].text = "And this one?";

@@ -95,6 +95,50 @@ test("a message edited in place between prepares is read as it is now, never fro
   warm.free();
 });
 
+test("a standing cut reaches the model as the same object at each later decision, and one the host edited is made again", async () => {
+  const keeper = new ContextKeeper({ model: "gpt-4o", contextWindow: 12_000, store: new MemoryStore(), summarize: () => SUMMARY });
+  const { history } = session("openai", 120);
+  let previous = null;
+  let decisions = 0;
+  let reused = 0;
+  let edited = null;
+  let checked = 0;
+  for (let n = 1; n <= 120; n++) {
+    const input = history(n);
+    const { messages, report } = await keeper.prepare(input, { sessionId: "s", now: NOW });
+    const decided = report.decision === "pruned" || report.decision === "cleared";
+    // a compaction folds the cut messages away: nothing left to compare
+    if (report.decision === "compacted") edited = null;
+    if (decided && previous !== null) {
+      decisions++;
+      const ours = new Set(input);
+      for (let i = 0; i < Math.min(messages.length, previous.length); i++) {
+        if (messages[i] === previous[i] && !ours.has(messages[i])) reused++;
+      }
+      if (edited !== null) {
+        // the object the host changed is not given again: the cut is written afresh
+        assert.ok(!messages.includes(edited.object), `turn ${n}: the edited object came back`);
+        assert.ok(!JSON.stringify(messages).includes("edited by the host"), `turn ${n}`);
+        assert.ok(messages.some((m) => m.content === edited.content), `turn ${n}: the cut is made again`);
+        edited = null;
+        checked++;
+      }
+    }
+    if (decided && edited === null) {
+      const at = messages.findIndex((m, i) => m !== input[i] && m.role === "tool" && i < messages.length - 8);
+      if (at >= 0) {
+        edited = { object: messages[at], content: messages[at].content };
+        messages[at].content = "edited by the host";
+      }
+    }
+    previous = messages;
+  }
+  assert.ok(decisions >= 2, `${decisions} decisions`);
+  assert.ok(reused > 0, "a standing cut was made into a new object at a later decision");
+  assert.ok(checked > 0, "no decision followed an edit");
+  keeper.free();
+});
+
 test("a stateless keeper per call (full history each time) re-applies decisions without a second summary", async () => {
   const store = new MemoryStore();
   let summaries = 0;
