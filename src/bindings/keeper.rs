@@ -251,9 +251,11 @@ impl KeeperJs {
             flush,
         };
         // NOTE: the state the keeper's last prepare wrote is taken as it was, not read again
-        // (a keeper made for one prepare, as a stateless Worker's, reads it).
-        let state = match (&*self.state.borrow(), state.as_deref()) {
-            (Some((bytes, written)), Some(given)) if bytes.as_slice() == given => written.clone(),
+        // (a keeper made for one prepare, as a stateless Worker's, reads it; so does the next
+        // prepare after one that left the state as it was).
+        let written = self.state.borrow_mut().take();
+        let state = match (written, state.as_deref()) {
+            (Some((bytes, written)), Some(given)) if bytes.as_slice() == given => written,
             (_, given) => SessionState::from_bytes(given),
         };
         let counter = Rc::clone(&self.counting.counter);

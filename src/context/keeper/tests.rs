@@ -709,3 +709,12 @@ fn a_returned_history_is_not_cut_twice() {
     assert_eq!(driven.saves, 0);
     assert!(again.report.pruned.is_empty());
 }
+
+#[test]
+fn output_hashes_are_written_as_the_formatter_writes_them() {
+    for value in [0u32, 1, 0xf, 0xabc, 0x8000_0000, 0xdead_beef, u32::MAX] {
+        let mut out = String::new();
+        push_hex8(&mut out, value);
+        assert_eq!(out, format!("{value:08x}"));
+    }
+}
