@@ -36,6 +36,7 @@ pub use context_keeper_engine::{bpe, encoding, estimate};
 pub mod context;
 pub mod count;
 pub mod counting;
+mod json;
 pub mod messages;
 pub mod model;
 pub mod options;

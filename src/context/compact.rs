@@ -1815,7 +1815,7 @@ fn looks_like_error(text: &str) -> Option<&'static str> {
 
 /// Reads a stored archive.
 pub fn read_archive(bytes: &[u8]) -> Option<ArchiveRecord> {
-    serde_json::from_slice(bytes).ok()
+    crate::json::from_bytes(bytes)
 }
 
 #[cfg(test)]
@@ -1839,5 +1839,5 @@ struct ArchiveHead {
 
 /// Whether `bytes` are an archive [`read_archive`] reads, without building its messages.
 pub fn is_archive(bytes: &[u8]) -> bool {
-    serde_json::from_slice::<ArchiveHead>(bytes).is_ok()
+    crate::json::from_bytes::<ArchiveHead>(bytes).is_some()
 }

@@ -109,8 +109,8 @@ pub fn decode<'a>(id: &str, bytes: &'a [u8]) -> Result<(RecordHeader, &'a str), 
         .position(|&b| b == b'\n')
         .ok_or_else(|| corrupt("no header line"))?;
     let (head, rest) = bytes.split_at(split);
-    let header: RecordHeader =
-        serde_json::from_slice(head).map_err(|_| corrupt("the header is not a record header"))?;
+    let header: RecordHeader = crate::json::from_bytes(head)
+        .ok_or_else(|| corrupt("the header is not a record header"))?;
     let text = std::str::from_utf8(rest.get(1..).unwrap_or_default())
         .map_err(|_| corrupt("the text is not UTF-8"))?;
     if header.bytes != text.len() || header.sha256 != sha256_hex(text) {
@@ -124,7 +124,7 @@ pub fn decode<'a>(id: &str, bytes: &'a [u8]) -> Result<(RecordHeader, &'a str), 
 /// Only the header of a record (for a list), without checking the text.
 pub fn decode_header(bytes: &[u8]) -> Option<RecordHeader> {
     let end = bytes.iter().position(|&b| b == b'\n')?;
-    serde_json::from_slice(bytes.get(..end)?).ok()
+    crate::json::from_bytes(bytes.get(..end)?)
 }
 
 /// Lines of a record, read.

@@ -281,7 +281,7 @@ impl RollingState {
     /// made again: nothing in the conversation depends on it).
     pub fn from_bytes(bytes: Option<&[u8]>) -> RollingState {
         bytes
-            .and_then(|b| serde_json::from_slice::<RollingState>(b).ok())
+            .and_then(crate::json::from_bytes::<RollingState>)
             .filter(|s| s.version <= ROLLING_STATE_VERSION)
             .unwrap_or_default()
     }

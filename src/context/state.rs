@@ -204,7 +204,7 @@ impl SessionState {
     /// depends on it.
     pub fn from_bytes(bytes: Option<&[u8]>) -> SessionState {
         bytes
-            .and_then(|b| serde_json::from_slice::<SessionState>(b).ok())
+            .and_then(crate::json::from_bytes::<SessionState>)
             .filter(|s| s.version <= STATE_VERSION)
             .unwrap_or_default()
     }
