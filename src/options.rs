@@ -1,5 +1,6 @@
 //! Options read from JSON with the path of the field at fault: `thresholds.prune: invalid type:
-//! string "high", expected f64`.
+//! string "high", expected f64` (which the package's error class puts in a JS caller's words,
+//! pkg-template/errors.js: `expected a number, found the string "high"`).
 //!
 //! serde's errors name what was wrong, not where. Every options type of the context layer
 //! defaults its fields (`#[serde(default)]`), so an object holding one of its fields alone is

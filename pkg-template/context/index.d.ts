@@ -122,11 +122,19 @@ export interface OpenAIToolDefinition {
   function: { name: RecoveryToolName; description: string; parameters: Record<string, unknown> };
 }
 
-/** An Anthropic Messages tool definition. */
+/** A JSON Schema of a tool's input: an object, as Anthropic's `Tool.InputSchema` requires. */
+export interface ToolInputSchema {
+  type: "object";
+  properties?: Record<string, unknown>;
+  required?: string[];
+  [key: string]: unknown;
+}
+
+/** An Anthropic Messages tool definition (an `Anthropic.Tool`). */
 export interface AnthropicToolDefinition {
   name: RecoveryToolName;
   description: string;
-  input_schema: Record<string, unknown>;
+  input_schema: ToolInputSchema;
 }
 
 /** An AI SDK tool (what `tool()` returns), with `execute` when a store was given. */
@@ -155,10 +163,17 @@ export function recoveryTools(format: "aisdk" | "ai-sdk", options?: SessionStore
  * }
  * ```
  */
-export function runRecoveryTool(name: RecoveryToolName, args: unknown, options: SessionStore): Promise<string>;
+export function runRecoveryTool(name: RecoveryToolName | (string & {}), args: unknown, options: SessionStore): Promise<string>;
 
-/** What the summarizer is given: the span's messages and transcript, the previous summary. */
-export type Summarize = (request: SummaryRequest) => string | Promise<string>;
+/**
+ * What the summarizer is given: the span's messages and transcript, the previous summary. It
+ * returns the summary; anything but a string (an SDK's `null` content) fails the compaction,
+ * which keeps the history as it was and reports why.
+ */
+export type Summarize = (request: SummaryRequest) => string | null | undefined | Promise<string | null | undefined>;
+
+/** Handles a recovery tool call by its name (as the SDK gives it, a string): the tool result's text. */
+export type RecoveryHandler = (name: RecoveryToolName | (string & {}), args: unknown) => Promise<string>;
 
 /**
  * The memory flush: the host's agent gets one silent turn to save durable facts. Its reply is
@@ -292,7 +307,9 @@ export interface Prepared<M> {
   /** Ready to send, in the input's format; untouched messages are the caller's own objects. */
   messages: M;
   report: PrepareReport & {
-    /** The session state could not be stored. */
+    /** The session state could not be stored, or could not be read: then the prepare was
+     *  made without it (a valid request within the window, or else the store's error is
+     *  thrown) and the stored state was left as it was. */
     stateFailure?: string;
     /** Set by `plan`: nothing was written and no callback ran. */
     dryRun?: boolean;
@@ -319,12 +336,17 @@ export class ContextKeeper<M extends Messages = Messages> {
   /** The same decisions as a dry run: nothing stored, no callback called. */
   plan<H extends Messages>(history: H, options: { sessionId: string; now?: string | Date | number }): Promise<Prepared<H>>;
   processToolResult<R>(result: R, options: { sessionId: string; toolName?: string; toolCallId?: string }): Promise<OffloadedToolResult<R>>;
-  recordUsage(sessionId: string, usage: Record<string, number | undefined>): Promise<ProviderUsage>;
+  /**
+   * Adds a call's provider-reported usage (OpenAI's `completion.usage`, Anthropic's
+   * `reply.usage`, the AI SDK's `usage`: any of their shapes). Absent usage (`undefined`,
+   * `null`) records nothing.
+   */
+  recordUsage(sessionId: string, usage: object | null | undefined): Promise<ProviderUsage>;
   stats(sessionId: string): Promise<KeeperStats>;
-  tools(options: { sessionId: string; format?: "openai" | "anthropic" | "aisdk" | "ai-sdk" }): {
-    definitions: OpenAIToolDefinition[] | AnthropicToolDefinition[] | Record<RecoveryToolName, AISDKRecoveryTool>;
-    handle(name: RecoveryToolName, args: unknown): Promise<string>;
-  };
+  /** The recovery tools' definitions in `format` (OpenAI's by default) and their handler. */
+  tools(options: { sessionId: string; format?: "openai" }): { definitions: OpenAIToolDefinition[]; handle: RecoveryHandler };
+  tools(options: { sessionId: string; format: "anthropic" }): { definitions: AnthropicToolDefinition[]; handle: RecoveryHandler };
+  tools(options: { sessionId: string; format: "aisdk" | "ai-sdk" }): { definitions: Record<RecoveryToolName, AISDKRecoveryTool>; handle: RecoveryHandler };
   systemPromptSegment(): string;
   loadMemory(): Promise<string | null>;
   /** Frees the keeper's wasm memory; also `[Symbol.dispose]`, so `using keeper = ...` works. */

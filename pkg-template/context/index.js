@@ -652,6 +652,9 @@ function extendsPrevious(history, previous) {
  * turn dropped more earlier thinking than the margin. */
 const FAST_MARGIN_TOKENS = 256;
 
+/** The figures of no prepare answered without the core. */
+const NOTHING_UNRECORDED = Object.freeze({ prepared: 0, tokensSent: 0, lastTokens: 0, saved: Object.freeze({ offload: 0, prune: 0, evict: 0, compact: 0 }) });
+
 function bindKeeper(core, h) {
   /** Assistant turns `message` begins: one per assistant message, and per later `step-start`
    * part of a UIMessage (as the core's `Turns` counts them). */
@@ -718,6 +721,17 @@ function bindKeeper(core, h) {
       const loaded = await attempt(() => this.#store.load(key), this.#options.storeTimeoutMs);
       if (!loaded.ok) throw storeError("load", loaded, key);
       return { key, bytes: loadedValue(loaded, key) };
+    }
+
+    /** The session's state, or (when the store cannot give it) none and why: a prepare is
+     * made without it rather than failing while the store is down. */
+    async #loadStateOrNot(sessionId) {
+      try {
+        return await this.#loadState(sessionId);
+      } catch (error) {
+        if (!(error instanceof ContextKeeperError) || (error.kind !== "store" && error.kind !== "timeout")) throw error;
+        return { key: Array.from(core.__ckKey("state", sessionId, undefined)), bytes: undefined, failed: error };
+      }
     }
 
     /** Runs `task` after every earlier task of the session (writes never interleave). */
@@ -802,11 +816,20 @@ function bindKeeper(core, h) {
         failures: [],
         saved: { ...last.report.saved, offload: 0, compact: 0 },
       };
-      this.#remember(sessionId, history, output, report, last.offloadLimit, last.stored, last.calibration);
+      // NOTE: what this call adds to the session's figures, handed to the core (and so to the
+      // stored state) by the next prepare that reaches it; `stats` adds it meanwhile.
+      const u = last.unrecorded;
+      const unrecorded = {
+        prepared: u.prepared + 1,
+        tokensSent: u.tokensSent + tokens,
+        lastTokens: tokens,
+        saved: { ...u.saved, prune: u.saved.prune + report.saved.prune, evict: u.saved.evict + report.saved.evict },
+      };
+      this.#remember(sessionId, history, output, report, last.offloadLimit, last.stored, last.calibration, unrecorded);
       return { messages: output, report };
     }
 
-    #remember(sessionId, history, output, report, offloadLimit, stored, calibration) {
+    #remember(sessionId, history, output, report, offloadLimit, stored, calibration, unrecorded = NOTHING_UNRECORDED) {
       const input = listOf(history);
       const out = listOf(output);
       if (input === null || out === null || this.#budget === null) return;
@@ -822,6 +845,7 @@ function bindKeeper(core, h) {
         // the length of the output whose hashes the state holds (the last full prepare's)
         stored: stored ?? out.list.length,
         calibration,
+        unrecorded,
         ceiling: Math.min(this.#budget.pruneAt, flushAt),
         heldCeiling: Math.min(this.#budget.compactAt, flushAt),
       });
@@ -838,9 +862,11 @@ function bindKeeper(core, h) {
           onProgress?.({ phase, sessionId });
         } catch {}
       };
-      const state = await this.#loadState(sessionId);
+      const state = await this.#loadStateOrNot(sessionId);
       const now = h.timeOf(options.now);
-      const prep = keeper.prepare(history, sessionId, now, flush !== undefined, state.bytes);
+      // NOTE: a dry run records nothing; a real one hands the fast calls' figures to the state.
+      const unrecorded = dry ? undefined : this.#last.get(sessionId)?.unrecorded;
+      const prep = keeper.prepare(history, sessionId, now, flush !== undefined, state.bytes, unrecorded);
       let done;
       try {
         for (;;) {
@@ -896,6 +922,15 @@ function bindKeeper(core, h) {
         while (n < out.length && n < last.outList.length && out[n] === last.outList[n]) n++;
         report.unchangedPrefix = n;
       }
+      if (state.failed !== undefined) {
+        // NOTE: made without the session's state, which could not be read: never written over
+        // it, and kept only if it is a valid request within the window.
+        this.#last.delete(sessionId);
+        if (!report.fits) throw state.failed;
+        report.stateFailure = `${state.failed.message}; this prepare was made without the session's state, which was not written`;
+        if (dry) report.dryRun = true;
+        return { messages: done.messages, report };
+      }
       if (dry) {
         report.dryRun = true;
         return { messages: done.messages, report };
@@ -932,6 +967,10 @@ function bindKeeper(core, h) {
       checkSession(sessionId, "sessionId");
       return this.#serial(sessionId, async () => {
         const state = await this.#loadState(sessionId);
+        // NOTE: an SDK's usage is optional (OpenAI's `completion.usage`): none, nothing to add.
+        if (usage === undefined || usage === null) {
+          return { ...core.__CkKeeper.stats(state.bytes).usage, calibration: core.__CkKeeper.calibration(state.bytes) ?? null };
+        }
         const bytes = core.__CkKeeper.recordUsage(state.bytes, usage);
         const saved = await attempt(() => this.#store.save(state.key, bytes), this.#options.storeTimeoutMs);
         if (!saved.ok) throw storeError("save", saved, state.key);
@@ -949,7 +988,16 @@ function bindKeeper(core, h) {
     async stats(sessionId) {
       checkSession(sessionId, "sessionId");
       const state = await this.#loadState(sessionId);
-      return core.__CkKeeper.stats(state.bytes);
+      const stats = core.__CkKeeper.stats(state.bytes);
+      // the prepares this keeper answered without the core, not yet in the stored state
+      const u = this.#last.get(sessionId)?.unrecorded;
+      if (u !== undefined && u.prepared > 0) {
+        stats.prepared += u.prepared;
+        stats.tokensSent += u.tokensSent;
+        stats.lastTokens = u.lastTokens;
+        for (const tier of Object.keys(u.saved)) stats.saved[tier] = (stats.saved[tier] ?? 0) + u.saved[tier];
+      }
+      return stats;
     }
 
     /** The recovery tools for the model: definitions in `format`, and a handler. */
@@ -973,10 +1021,16 @@ function bindKeeper(core, h) {
         "- Older tool results may be trimmed to their start and end, or cleared to a note; run the tool again or read the stored copy when a note gives an id.",
         "- The contents written by file write/edit calls may be replaced by a note naming the file: read the file for its current content.",
         "- Older turns may be replaced by a summary in a `<context-keeper-compaction ...>` message. It keeps the task, decisions, current state and exact details (paths, ids, commands); the original messages are archived.",
-        "",
-        "## Memory",
-        "Before researching something, check your memories (the memory file in the system prompt) for what was learned before. When you learn something durable (a preference, a decision and its reason, a path, a command that works), save it with your memory tool.",
       ];
+      // NOTE: the memory section only for a host that runs the memory flush, whose agent has
+      // a memory tool of the host's: the package itself gives the model none.
+      if (this.#options.flush !== undefined) {
+        lines.push(
+          "",
+          "## Memory",
+          "When you learn something durable (a preference, a decision and its reason, a path, a command that works), save it with your memory tool. Before older turns are summarized you will be asked once to save what must outlive them.",
+        );
+      }
       return lines.join("\n");
     }
 

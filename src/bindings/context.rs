@@ -82,7 +82,7 @@ pub(super) fn check_flush_figures(flush: &FlushOptions) -> Result<(), ContextErr
         Some((name, value)) => Err(ContextError::options(
             format!("options.{name}"),
             format!(
-                "expected 0, a share of the window (below 1) or tokens (from 1), found {value}"
+                "expected 0, a share of the window (up to 1) or tokens (above 1), found {value}"
             ),
         )),
     }

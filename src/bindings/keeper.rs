@@ -50,6 +50,45 @@ pub struct KeeperJs {
     state: Rc<RefCell<Option<Written>>>,
 }
 
+/// The whole number at `usage[outer][inner]` of a usage report (0 when either is absent).
+fn nested_figure(
+    usage: &serde_json::Map<String, Value>,
+    outer: &str,
+    inner: &str,
+) -> Result<u64, ContextError> {
+    let details = match usage.get(outer) {
+        None | Some(Value::Null) => return Ok(0),
+        Some(Value::Object(details)) => details,
+        Some(other) => {
+            return Err(ContextError::options(
+                format!("usage.{outer}"),
+                format!("expected an object, found {}", type_name_of_json(other)),
+            ))
+        }
+    };
+    let reason = match details.get(inner) {
+        None | Some(Value::Null) => return Ok(0),
+        Some(Value::Number(n)) => match n.as_u64() {
+            Some(n) => return Ok(n),
+            None => format!("expected a whole number of tokens, found {n}"),
+        },
+        Some(other) => format!("expected a number, found {}", type_name_of_json(other)),
+    };
+    Err(ContextError::options(
+        format!("usage.{outer}.{inner}"),
+        reason,
+    ))
+}
+
+/// A whole number the driver put at `key` of `object` (0 when absent or not one).
+fn figure(object: &JsValue, key: &str) -> u64 {
+    js_sys::Reflect::get(object, &JsValue::from_str(key))
+        .ok()
+        .and_then(|value| value.as_f64())
+        .filter(|n| n.is_finite() && *n >= 0.0)
+        .map_or(0, |n| n as u64)
+}
+
 /// A session state as written: its bytes, and the state they hold.
 type Written = (Vec<u8>, SessionState);
 
@@ -151,7 +190,7 @@ fn check_figures(options: &KeeperOptions) -> Result<(), ContextError> {
             return Err(ContextError::options(
                 format!("options.thresholds.{name}"),
                 format!(
-                    "expected a share of the window (0 to 1) or tokens (from 1), found {value}"
+                    "expected a share of the window (above 0, up to 1) or tokens (above 1), found {value}"
                 ),
             ));
         }
@@ -234,7 +273,9 @@ impl KeeperJs {
         Ok(total)
     }
 
-    /// Starts a prepare of `messages` with the session's stored state.
+    /// Starts a prepare of `messages` with the session's stored state; `unrecorded`: the
+    /// figures of the prepares the driver answered itself since the last one
+    /// (`{ prepared, tokensSent, saved }`), added to the state's.
     pub fn prepare(
         &self,
         messages: JsValue,
@@ -242,6 +283,7 @@ impl KeeperJs {
         now: Option<String>,
         flush: bool,
         state: Option<Vec<u8>>,
+        unrecorded: JsValue,
     ) -> Result<PrepareJs, ContextError> {
         enter();
         let (conv, ids) = read_kept(&self.counting, &messages, self.options.format)?;
@@ -260,9 +302,27 @@ impl KeeperJs {
         };
         let counter = Rc::clone(&self.counting.counter);
         let memo = std::mem::take(&mut *self.memo.borrow_mut());
-        let prepare = Prepare::start(conv, &self.options, call, state, &mut counter.borrow_mut())
-            .map_err(prepare_error)?
-            .with_memo(memo);
+        let mut prepare =
+            Prepare::start(conv, &self.options, call, state, &mut counter.borrow_mut())
+                .map_err(prepare_error)?
+                .with_memo(memo);
+        // NOTE: made by the driver (`{ prepared, tokensSent, saved: { prune, evict, ... } }`),
+        // read field by field rather than through serde, which would cost the build more.
+        if unrecorded.is_object() {
+            let saved = js_sys::Reflect::get(&unrecorded, &JsValue::from_str("saved"))
+                .unwrap_or(JsValue::UNDEFINED);
+            let saved = crate::context::state::SavedTokens {
+                offload: figure(&saved, "offload"),
+                prune: figure(&saved, "prune"),
+                evict: figure(&saved, "evict"),
+                compact: figure(&saved, "compact"),
+            };
+            prepare.add_unrecorded(
+                figure(&unrecorded, "prepared"),
+                figure(&unrecorded, "tokensSent"),
+                saved,
+            );
+        }
         // NOTE: what the count taught of each message the keeper recognises, so that counting
         // the history again (`count`, the driver's fast path) takes it from the cache by key.
         {
@@ -358,24 +418,53 @@ impl KeeperJs {
             }
             Ok(0)
         };
-        let input = field(&[
-            "inputTokens",
-            "input_tokens",
-            "prompt_tokens",
-            "promptTokens",
-        ])?;
-        let output = field(&[
-            "outputTokens",
-            "output_tokens",
-            "completion_tokens",
-            "completionTokens",
-        ])?;
+        let nested = |outer: &str, inner: &str| nested_figure(&map, outer, inner);
+        // NOTE: the AI SDK's provider-level usage (LanguageModelV3Usage) nests the input's
+        // figures: `inputTokens: { total, noCache, cacheRead, cacheWrite }`.
+        let v3 = matches!(map.get("inputTokens"), Some(Value::Object(_)));
+        let input = if v3 {
+            nested("inputTokens", "total")?
+        } else {
+            field(&[
+                "inputTokens",
+                "input_tokens",
+                "prompt_tokens",
+                "promptTokens",
+            ])?
+        };
+        let output = if matches!(map.get("outputTokens"), Some(Value::Object(_))) {
+            nested("outputTokens", "total")?
+        } else {
+            field(&[
+                "outputTokens",
+                "output_tokens",
+                "completion_tokens",
+                "completionTokens",
+            ])?
+        };
+        // NOTE: each report names its cache reads one way: Anthropic's and ours at the top,
+        // OpenAI's chat (`prompt_tokens_details`) and Responses (`input_tokens_details`) API
+        // and the AI SDK (`inputTokenDetails`, or the provider-level `inputTokens`) nested.
         let read = field(&[
             "cacheReadTokens",
             "cache_read_input_tokens",
             "cachedInputTokens",
-        ])?;
-        let write = field(&["cacheWriteTokens", "cache_creation_input_tokens"])?;
+        ])?
+        .max(nested("prompt_tokens_details", "cached_tokens")?)
+        .max(nested("input_tokens_details", "cached_tokens")?)
+        .max(nested("inputTokenDetails", "cacheReadTokens")?)
+        .max(if v3 {
+            nested("inputTokens", "cacheRead")?
+        } else {
+            0
+        });
+        let write = field(&["cacheWriteTokens", "cache_creation_input_tokens"])?
+            .max(nested("inputTokenDetails", "cacheWriteTokens")?)
+            .max(if v3 {
+                nested("inputTokens", "cacheWrite")?
+            } else {
+                0
+            });
         // NOTE: what the provider read, to compare with the estimate: Anthropic's
         // `input_tokens` leaves out the cached tokens, every other report's input includes them.
         let anthropic = map.contains_key("input_tokens")

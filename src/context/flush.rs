@@ -4,7 +4,7 @@
 //! It runs once per compaction cycle (the flag is in the session state, so a stateless Worker
 //! honours it), when the count crosses `window - reserve - margin`. The reply never enters the
 //! conversation: a reply carrying the silent token (or nothing) is dropped, any other goes to
-//! the report. Thresholds are tokens, or fractions of the window when below 1, so that a
+//! the report. Thresholds are tokens above 1, or shares of the window up to 1, so that a
 //! 1M-token window flushes at the same share as a 200k one (openclaw #17034: a fixed margin on
 //! a large window never fired).
 
@@ -25,11 +25,12 @@ pub const DEFAULT_SILENT_TOKEN: &str = "SILENT";
 /// The flush prompt; `{silent}` is replaced by the silent token.
 pub const DEFAULT_FLUSH_PROMPT: &str = "Pre-compaction memory flush. This conversation is close to its context limit, and its older messages will soon be replaced by a summary. Before that happens, save anything durable that must outlive them with your memory tool: the user's preferences and instructions, decisions and their reasons, names, identifiers, file paths and open tasks. Do not reply to the user. When you are done, or if there is nothing worth saving, reply with exactly {silent}.";
 
-/// A threshold in tokens, or below 1 a fraction of the context window.
+/// A figure in tokens: above 1 a number of tokens, from 0 up to 1 a share of the context window
+/// (so `1` is the whole window, never one token).
 pub fn resolve(value: f64, window: u64) -> u64 {
     if !value.is_finite() || value <= 0.0 {
         0
-    } else if value < 1.0 {
+    } else if value <= 1.0 {
         (value * window as f64).round() as u64
     } else {
         value.min(u64::MAX as f64) as u64
@@ -41,10 +42,10 @@ pub fn resolve(value: f64, window: u64) -> u64 {
 #[cfg_attr(target_arch = "wasm32", derive(Tsify))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct FlushOptions {
-    /// Tokens kept free for the reply (a fraction of the window below 1). Default 20,000.
+    /// Tokens kept free for the reply (a share of the window up to 1). Default 20,000.
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub reserve_tokens: f64,
-    /// How far before `window - reserve` the flush runs (a fraction below 1). Default 4,000.
+    /// How far before `window - reserve` the flush runs (a share up to 1). Default 4,000.
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub flush_margin: f64,
     /// The prompt; `{silent}` stands for the silent token.
@@ -67,8 +68,8 @@ impl Default for FlushOptions {
 }
 
 impl FlushOptions {
-    /// The first of the figures (by JSON name) that is neither 0, nor tokens (from 1), nor a
-    /// share of the window (below 1): a negative number or NaN, which [`resolve`] reads as 0.
+    /// The first of the figures (by JSON name) that is neither 0, nor a share of the window
+    /// (up to 1), nor tokens (above 1): a negative number or NaN, which [`resolve`] reads as 0.
     pub fn invalid_figure(&self) -> Option<(&'static str, f64)> {
         [
             ("reserveTokens", self.reserve_tokens),
@@ -206,6 +207,10 @@ mod tests {
         assert_eq!(frac.threshold(1_000_000), 880_000);
         assert_eq!(o.threshold(10_000), 0, "a small window saturates");
         assert_eq!(resolve(f64::NAN, 100), 0);
+        // 1 is the whole window, never one token; tokens start above it
+        assert_eq!(resolve(1.0, 40_000), 40_000);
+        assert_eq!(resolve(0.99, 40_000), 39_600);
+        assert_eq!(resolve(2.0, 40_000), 2);
     }
 
     #[test]

@@ -37,7 +37,7 @@ use super::evict::EvictOptions;
 use super::flush::{self, resolve, FlushOptions, FlushOutcome, FlushReport, FlushRequest};
 use super::offload::{self, OffloadOptions};
 use super::prune::PruneOptions;
-use super::state::{Horizon, SessionState};
+use super::state::{Horizon, SavedTokens, SessionState};
 use super::{
     result_sites, result_sites_paired, Action, Edit, Failure, Measure, Outcome, ResultSite, Save,
     Turns,
@@ -71,7 +71,8 @@ const SAVE_BATCH_BYTES: usize = 1 << 20;
 /// Cache breakpoints Anthropic accepts in one request.
 const MAX_BREAKPOINTS: usize = 4;
 
-/// The thresholds: shares of the window below 1, tokens from 1 up.
+/// The thresholds: each a share of the window up to 1 (1 is the whole window), or tokens above
+/// 1. How they combine with the reserve into the budget: [`KeeperOptions::budget`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(target_arch = "wasm32", derive(Tsify))]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
@@ -312,6 +313,9 @@ pub enum Decision {
     /// Over the prune threshold, but a decision was made fewer than `minTurnsBetween` turns
     /// ago and the budget holds: nothing new, so the cached prefix stays.
     Held,
+    /// Nothing new was decided, but a result of the newest exchange, too large to fit whole,
+    /// was offloaded (its stored copy named in `offloaded`).
+    Offloaded,
     /// A new decision that trimmed results or evicted file contents, and cleared none.
     Pruned,
     /// A new decision that cleared results (each to a placeholder naming its stored copy).
@@ -586,6 +590,9 @@ pub struct Prepare {
     input_raw: u64,
     /// Whether a compaction was applied by this prepare (no second one follows).
     compacted: bool,
+    /// Whether this prepare stored a copy and offloaded a result (the newest exchange's, too
+    /// large to fit whole) that no earlier prepare had.
+    offloaded_now: bool,
     /// The cuts of a decision that could not make room, made if the compaction that was to
     /// make it fails.
     fallback: Option<Box<Pending>>,
@@ -663,12 +670,30 @@ impl Prepare {
             estimated: !count.exact,
             base_is_input: true,
             compacted: false,
+            offloaded_now: false,
             fallback: None,
         })
     }
 
     /// Uses `memo`, what earlier prepares of this keeper's histories cut (by message identity,
     /// so it holds across prepares of a history whose messages the host keeps parsed);
+    /// Adds to the session's figures the prepares a host answered without the core since the
+    /// last one that came here (the JS keeper's fast path: `prepared` calls, `tokens_sent` in
+    /// all, and what the standing cuts saved in them), so that `stats` counts every prepare.
+    pub fn add_unrecorded(&mut self, prepared: u64, tokens_sent: u64, saved: SavedTokens) {
+        if prepared == 0 {
+            return;
+        }
+        let stats = &mut self.state.keeper.stats;
+        stats.prepared += prepared;
+        stats.tokens_sent += tokens_sent;
+        stats.saved.offload += saved.offload;
+        stats.saved.prune += saved.prune;
+        stats.saved.evict += saved.evict;
+        stats.saved.compact += saved.compact;
+        self.state_changed = true;
+    }
+
     /// [`Prepared::memo`] hands it back, swept of what this prepare did not use.
     #[must_use]
     pub fn with_memo(mut self, memo: DecisionMemo) -> Prepare {
@@ -882,6 +907,7 @@ impl Prepare {
                     let fresh = self.state.keeper.offloaded.insert(id.to_owned());
                     if fresh && offloads.contains(id) {
                         self.state.keeper.stats.events.offloads += 1;
+                        self.offloaded_now = true;
                     }
                 }
                 other => {
@@ -1376,6 +1402,10 @@ impl Prepare {
 
     /// The prepared conversation, the report and the state to store.
     pub fn finish(mut self, counter: &mut Counter) -> Prepared {
+        // NOTE: nothing else new, but a result offloaded: "under" would hide it.
+        if self.offloaded_now && matches!(self.report.decision, Decision::Under | Decision::Held) {
+            self.report.decision = Decision::Offloaded;
+        }
         let mut system_edited = false;
         if self.budget.is_some() {
             if self.options.cache_breakpoints && self.conversation.format() == Format::Anthropic {

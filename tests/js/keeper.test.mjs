@@ -27,6 +27,8 @@ for (const format of FORMATS) {
     let previous = null;
     let moves = 0;
     let compactions = 0;
+    let sent = 0;
+    let previousTokens = 0;
     for (let n = 1; n <= 120; n++) {
       const input = history(n);
       const frozen = JSON.stringify(input);
@@ -42,6 +44,8 @@ for (const format of FORMATS) {
       if (previous !== null && report.unchangedPrefix !== previous.length) moves++;
       compactions += report.decision === "compacted" ? 1 : 0;
       previous = messages;
+      sent += report.tokensAfter;
+      previousTokens = report.tokensAfter;
     }
     assert.ok(compactions >= 1, "the session outgrows pruning");
     assert.equal(summaries.length, compactions);
@@ -49,6 +53,10 @@ for (const format of FORMATS) {
     const stats = await keeper.stats("s");
     assert.equal(stats.events.compactions, compactions);
     assert.ok(stats.saved.prune + stats.saved.compact > 0);
+    // every prepare counted, those answered without the core too
+    assert.equal(stats.prepared, 120);
+    assert.equal(stats.tokensSent, sent);
+    assert.equal(stats.lastTokens, previousTokens);
     keeper.free();
   });
 }
@@ -172,6 +180,7 @@ test("the newest result stays whole while it fits, and is offloaded when it alon
   const k2 = new ContextKeeper({ model: "gpt-4o", contextWindow: 64_000, store: counting });
   const { messages, report } = await k2.prepare(history, { sessionId: "s" });
   assert.equal(report.offloaded.length, 1);
+  assert.equal(report.decision, "offloaded", "a prepare that offloaded says so, not \"under\"");
   assert.match(messages[5].content, /read_offloaded/);
   assert.equal(messages[0], history[0]);
   const id = report.offloaded[0].original.id;
@@ -179,8 +188,9 @@ test("the newest result stays whole while it fits, and is offloaded when it alon
   assert.match(await handle("read_offloaded", { id, offset: 100, limit: 2 }), /row 99: 693/);
   const before = saves;
   const k3 = new ContextKeeper({ model: "gpt-4o", contextWindow: 64_000, store: counting });
-  await k3.prepare(history, { sessionId: "s" });
+  const again = await k3.prepare(history, { sessionId: "s" });
   assert.equal(saves - before, 1, "only the state is written again, not the result");
+  assert.equal(again.report.decision, "under", "the standing offload re-applied is nothing new");
   keeper.free();
 });
 
@@ -193,6 +203,55 @@ test("a store that fails keeps every result and reports it", async () => {
   const { messages, report } = await keeper.prepare(history, { sessionId: "s" });
   assert.equal(messages[3], history[3]);
   assert.equal(report.failures.length, 1);
+});
+
+test("a session state the store cannot read: the prepare is made without it, says so, and leaves the state as it was; it throws only when nothing valid fits", async () => {
+  const inner = new MemoryStore();
+  let down = false;
+  const store = new FaultyStore(inner, (op, key) => (down && op === "load" && key[2] === "state" ? "reject" : undefined));
+  const options = { model: "gpt-4o", contextWindow: 12_000, store, summarize: () => SUMMARY, storeTimeoutMs: 200 };
+  const keeper = new ContextKeeper(options);
+  const { history } = session("openai", 60);
+  const STATE_KEY = ["context-keeper", "s", "state", "session"];
+  let stored;
+  for (let n = 1; n <= 40; n++) await keeper.prepare(history(n), { sessionId: "s", now: NOW });
+  stored = await inner.load(STATE_KEY);
+  assert.ok(stored instanceof Uint8Array);
+  down = true;
+  for (let n = 41; n <= 60; n++) {
+    const { messages, report } = await keeper.prepare(history(n), { sessionId: "s", now: NOW });
+    assert.ok(report.fits, `turn ${n}`);
+    assert.match(report.stateFailure, /^load .*state.*made without the session's state/, `turn ${n}`);
+    assert.deepEqual(validateMessages(messages, { format: "openai" }), [], `turn ${n}`);
+    assert.deepEqual(await inner.load(STATE_KEY), stored, `turn ${n}: the state was written over`);
+  }
+  // a stateless keeper too, on its first prepare
+  const fresh = new ContextKeeper(options);
+  assert.match((await fresh.prepare(history(60), { sessionId: "s", now: NOW })).report.stateFailure, /made without/);
+  // one message over the window, its copy not storable either: nothing valid fits, the store's error is thrown
+  const broken = new FaultyStore(new MemoryStore(), (op, key) => (op === "load" && key[2] === "state" ? "reject" : op === "save" ? "quota" : undefined));
+  const k2 = new ContextKeeper({ model: "gpt-4o", contextWindow: 12_000, store: broken, storeTimeoutMs: 200 });
+  const huge = [...head("openai"), { role: "user", content: "word ".repeat(20_000) }];
+  await assert.rejects(k2.prepare(huge, { sessionId: "t" }), (error) => error instanceof ContextKeeperError && error.kind === "store" && /load/.test(error.message));
+  down = false;
+  const back = await keeper.prepare(history(60), { sessionId: "s", now: NOW });
+  assert.equal(back.report.stateFailure, undefined);
+  keeper.free();
+  fresh.free();
+  k2.free();
+});
+
+test("the budget is made as the README says: shares up to 1 (1 is the whole window), tokens above", () => {
+  const at = (options) => new ContextKeeper({ model: "gpt-4o", store: new MemoryStore(), ...options }).budget;
+  // gpt-4o's 128k: compact at window - 20,000 (under 95%), prune 5% of the window below it
+  assert.deepEqual([at({}).compactAt, at({}).pruneAt], [108_000, 101_600]);
+  // a 40k window: the reserve is a quarter of it
+  assert.deepEqual([at({ contextWindow: 40_000 }).compactAt, at({ contextWindow: 40_000 }).pruneAt], [30_000, 28_000]);
+  // 1 is the whole window (then held 5% under compactAt), never one token
+  assert.equal(at({ thresholds: { prune: 1 } }).pruneAt, 101_600);
+  assert.equal(at({ thresholds: { prune: 0.5 } }).pruneAt, 64_000);
+  assert.equal(at({ thresholds: { prune: 50_000 } }).pruneAt, 50_000);
+  assert.equal(at({ reserveTokens: 1, contextWindow: 40_000 }).compactAt, 30_000, "a reserve of the whole window is held to a quarter");
 });
 
 test("management is off with no model and no window, or enabled: false, and says so", async () => {
@@ -279,9 +338,26 @@ test("usage, stats, the prompt segment, the tools and the memory file", async ()
   assert.deepEqual(usage, { calls: 1, inputTokens: 1200, outputTokens: 80, cacheReadTokens: 1000, cacheWriteTokens: 0, calibration: null });
   await keeper.recordUsage("s", { prompt_tokens: 10, completion_tokens: 2 });
   assert.equal((await keeper.stats("s")).usage.inputTokens, 1210);
+  // an SDK's absent usage (OpenAI's `completion.usage` is optional) records nothing
+  for (const none of [undefined, null]) assert.equal((await keeper.recordUsage("s", none)).calls, 2);
   await assert.rejects(keeper.recordUsage("s", { input_tokens: "many" }), (e) => e.kind === "options" && e.path === "usage.input_tokens");
+  // each SDK's way of saying what it read from the prompt cache
+  const cached = async (report) => {
+    const k = new ContextKeeper({ model: "gpt-4o", store: new MemoryStore() });
+    return k.recordUsage("u", report);
+  };
+  assert.equal((await cached({ prompt_tokens: 900, completion_tokens: 5, prompt_tokens_details: { cached_tokens: 768 } })).cacheReadTokens, 768, "OpenAI chat");
+  assert.equal((await cached({ input_tokens: 900, output_tokens: 5, input_tokens_details: { cached_tokens: 512 } })).cacheReadTokens, 512, "OpenAI Responses");
+  const six = await cached({ inputTokens: 900, outputTokens: 5, inputTokenDetails: { noCacheTokens: 100, cacheReadTokens: 700, cacheWriteTokens: 100 } });
+  assert.deepEqual([six.inputTokens, six.cacheReadTokens, six.cacheWriteTokens], [900, 700, 100], "AI SDK 6 and 7");
+  const v3 = await cached({ inputTokens: { total: 900, noCache: 200, cacheRead: 600, cacheWrite: 100 }, outputTokens: { total: 5, text: 5 } });
+  assert.deepEqual([v3.inputTokens, v3.outputTokens, v3.cacheReadTokens, v3.cacheWriteTokens], [900, 5, 600, 100], "a provider's usage (LanguageModelV3)");
+  await assert.rejects(cached({ prompt_tokens: 9, prompt_tokens_details: { cached_tokens: -1 } }), (e) => e.kind === "options" && e.path === "usage.prompt_tokens_details.cached_tokens");
   const segment = keeper.systemPromptSegment();
-  for (const name of ["read_offloaded", "grep_offloaded", "list_offloaded", "context-keeper-compaction", "memor"]) assert.ok(segment.includes(name), name);
+  for (const name of ["read_offloaded", "grep_offloaded", "list_offloaded", "context-keeper-compaction"]) assert.ok(segment.includes(name), name);
+  assert.ok(!/memory/i.test(segment), "no memory tool is promised to a model whose host gave it none");
+  const flushing = new ContextKeeper({ model: "gpt-4o", store, flush: () => "SILENT" });
+  assert.match(flushing.systemPromptSegment(), /memory tool/, "a host with a flush gives its agent a memory tool");
   assert.equal(keeper.tools({ sessionId: "s", format: "anthropic" }).definitions.length, 3);
   assert.equal(await keeper.loadMemory(), null);
   await store.save(["memories", "AGENTS.md"], new TextEncoder().encode("- prefers cargo nextest"));
@@ -292,6 +368,23 @@ test("bad options are named", () => {
   assert.throws(() => new ContextKeeper({ model: "gpt-4o" }), (e) => e.kind === "options" && e.path === "options.store");
   assert.throws(() => new ContextKeeper({ model: "gpt-4o", store: new MemoryStore(), thresholds: { prune: "high" } }), (e) => e.kind === "options" && e.path === "options.thresholds.prune");
   assert.throws(() => new ContextKeeper({ model: "gpt-4o", store: new MemoryStore(), treshold: 1 }), (e) => e.kind === "options" && /treshold/.test(e.message));
+  // in a JS caller's words, not Rust's (issue #42): no f64, u64, struct or backquotes
+  const said = (options) => {
+    try {
+      new ContextKeeper({ model: "gpt-4o", store: new MemoryStore(), ...options }).free();
+    } catch (e) {
+      assert.equal(e.kind, "options");
+      assert.doesNotMatch(e.message, /\b(f64|u64|usize|struct)\b|`/, e.message);
+      return e.message;
+    }
+    assert.fail(`accepted ${JSON.stringify(options)}`);
+  };
+  assert.match(said({ thresholds: { prune: "high" } }), /^options\.thresholds\.prune: expected a number, found the string "high"$/);
+  assert.match(said({ minTurnsBetween: -1 }), /^options\.minTurnsBetween: expected a whole number, 0 or more, found -1$/);
+  assert.match(said({ minTurnsBetween: 1.5 }), /expected a whole number, 0 or more, found 1\.5$/);
+  assert.match(said({ thresholds: "high" }), /^options\.thresholds: expected an object, found the string "high"$/);
+  assert.match(said({ thresholds: { bogus: 1 } }), /^options\.thresholds\.bogus: unknown option "bogus"; known: prune, compact/);
+  assert.match(said({ cacheBreakpoints: "yes" }), /expected true or false, found the string "yes"$/);
 });
 
 test("a mistyped or unknown model with no contextWindow is refused by name, with the registry's nearest names, not run unmanaged", async () => {

@@ -31,3 +31,33 @@ export async function aiSdk(history: ModelMessage[], chat: UIMessage[]) {
   const ui: UIMessage[] = (await keeper.prepare(chat, { sessionId: "t" })).messages;
   return [step, ui];
 }
+
+// Issue #42, as an adopter writes it under `strict`: the recovery tools spread into each SDK's
+// tool list, the usage each SDK reports (optional in OpenAI's types, without an index
+// signature in Anthropic's), a summarizer returning OpenAI's `string | null` content, and a
+// tool call's name (a string) handed to the handler.
+export async function toolsAndUsage(client: OpenAI, claude: Anthropic, history: OpenAI.ChatCompletionMessageParam[]) {
+  const { definitions, handle } = keeper.tools({ sessionId: "s" });
+  const openaiTools: OpenAI.ChatCompletionTool[] = [...definitions];
+  const completion = await client.chat.completions.create({ model: "gpt-4o", messages: history, tools: openaiTools });
+  await keeper.recordUsage("s", completion.usage);
+  const call = completion.choices[0]?.message.tool_calls?.[0];
+  if (call?.type === "function") {
+    const text: string = await handle(call.function.name, call.function.arguments);
+    void text;
+  }
+
+  const anthropicTools: Anthropic.ToolUnion[] = [...keeper.tools({ sessionId: "s", format: "anthropic" }).definitions];
+  const reply = await claude.messages.create({ model: "claude-sonnet-4-5", max_tokens: 1024, messages: [], tools: anthropicTools });
+  await keeper.recordUsage("s", reply.usage);
+
+  const summarizing = new ContextKeeper({
+    model: "gpt-4o",
+    store: new MemoryStore(),
+    summarize: async ({ prompt, transcript }) => {
+      const done = await client.chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: "system", content: prompt }, { role: "user", content: transcript }] });
+      return done.choices[0]?.message.content ?? null;
+    },
+  });
+  summarizing.free();
+}
