@@ -389,30 +389,10 @@ impl Faults<'_> {
     }
 }
 
-/// One prepare driven to the end. Panics (failing the case) only on a core error, which a
-/// conversation the keeper counted once must never give.
+/// One prepare driven to the end, with the memo of earlier prepares (handed in and taken back,
+/// as the wasm keeper does; a new one for a prepare without). Panics (failing the case) only
+/// on a core error, which a conversation the keeper counted once must never give.
 fn drive(
-    input: Conversation,
-    options: &KeeperOptions,
-    state: &SessionState,
-    flush: bool,
-    faults: &mut Faults<'_>,
-    store: &mut Store,
-) -> Result<Prepared, String> {
-    drive_with(
-        input,
-        options,
-        state,
-        flush,
-        faults,
-        store,
-        &mut DecisionMemo::new(),
-    )
-}
-
-/// [`drive`] with the memo of earlier prepares (handed in and taken back, as the wasm keeper
-/// does).
-fn drive_with(
     input: Conversation,
     options: &KeeperOptions,
     state: &SessionState,
@@ -1074,7 +1054,7 @@ fn run_case(case: &Case, seen: &mut Tally) -> Result<usize, String> {
             memo.prime(message);
         }
         previous = input.messages().to_vec();
-        let out = drive_with(
+        let out = drive(
             input.clone(),
             &options,
             &state,
@@ -1103,6 +1083,7 @@ fn run_case(case: &Case, seen: &mut Tally) -> Result<usize, String> {
                 case.setup.flush,
                 &mut again,
                 &mut Store::default(),
+                &mut DecisionMemo::new(),
             )?;
             if twice.conversation.to_json_string() != out.conversation.to_json_string() {
                 return Err(format!("prepare {k}: not deterministic"));

@@ -638,14 +638,6 @@ function extendsPrevious(history, previous) {
   return true;
 }
 
-/**
- * The ContextKeeper: one object, configured once, called before every model call. The core
- * (`__CkKeeper`, `__CkPrepare`) decides; this class loads and stores the session state, performs
- * the saves, the flush and the summary the core asks for (each bounded by a timeout), queues the
- * prepares of one session, and skips the core entirely when a history only grew by messages that
- * need nothing and the count stays under the first threshold (counted through the keeper's own
- * memo, so the old messages are not read again).
- */
 /** How far past its line a history's new messages, added to what the last call sent, may
  * reach and still be counted whole by the fast path: more than a list's own tokens (the
  * reply's priming, in both counts). Past it the core decides, as it would anyway unless a new
@@ -655,6 +647,14 @@ const FAST_MARGIN_TOKENS = 256;
 /** The figures of no prepare answered without the core. */
 const NOTHING_UNRECORDED = Object.freeze({ prepared: 0, tokensSent: 0, lastTokens: 0, saved: Object.freeze({ offload: 0, prune: 0, evict: 0, compact: 0 }) });
 
+/**
+ * The ContextKeeper: one object, configured once, called before every model call. The core
+ * (`__CkKeeper`, `__CkPrepare`) decides; this class loads and stores the session state, performs
+ * the saves, the flush and the summary the core asks for (each bounded by a timeout), queues the
+ * prepares of one session, and skips the core entirely when a history only grew by messages that
+ * need nothing and the count stays under the first threshold (counted through the keeper's own
+ * memo, so the old messages are not read again).
+ */
 function bindKeeper(core, h) {
   /** Assistant turns `message` begins: one per assistant message, and per later `step-start`
    * part of a UIMessage (as the core's `Turns` counts them). */
@@ -717,20 +717,21 @@ function bindKeeper(core, h) {
     }
 
     async #loadState(sessionId) {
-      const key = Array.from(core.__ckKey("state", sessionId, undefined));
-      const loaded = await attempt(() => this.#store.load(key), this.#options.storeTimeoutMs);
-      if (!loaded.ok) throw storeError("load", loaded, key);
-      return { key, bytes: loadedValue(loaded, key) };
+      const state = await this.#loadStateOrNot(sessionId);
+      if (state.failed !== undefined) throw state.failed;
+      return state;
     }
 
     /** The session's state, or (when the store cannot give it) none and why: a prepare is
      * made without it rather than failing while the store is down. */
     async #loadStateOrNot(sessionId) {
+      const key = Array.from(core.__ckKey("state", sessionId, undefined));
+      const loaded = await attempt(() => this.#store.load(key), this.#options.storeTimeoutMs);
+      if (!loaded.ok) return { key, bytes: undefined, failed: storeError("load", loaded, key) };
       try {
-        return await this.#loadState(sessionId);
+        return { key, bytes: loadedValue(loaded, key) };
       } catch (error) {
-        if (!(error instanceof ContextKeeperError) || (error.kind !== "store" && error.kind !== "timeout")) throw error;
-        return { key: Array.from(core.__ckKey("state", sessionId, undefined)), bytes: undefined, failed: error };
+        return { key, bytes: undefined, failed: error };
       }
     }
 
@@ -967,13 +968,14 @@ function bindKeeper(core, h) {
       checkSession(sessionId, "sessionId");
       return this.#serial(sessionId, async () => {
         const state = await this.#loadState(sessionId);
-        // NOTE: an SDK's usage is optional (OpenAI's `completion.usage`): none, nothing to add.
-        if (usage === undefined || usage === null) {
-          return { ...core.__CkKeeper.stats(state.bytes).usage, calibration: core.__CkKeeper.calibration(state.bytes) ?? null };
+        // NOTE: an SDK's usage is optional (OpenAI's `completion.usage`): none, nothing to add
+        // and nothing to write.
+        const none = usage === undefined || usage === null;
+        const bytes = none ? state.bytes : core.__CkKeeper.recordUsage(state.bytes, usage);
+        if (!none) {
+          const saved = await attempt(() => this.#store.save(state.key, bytes), this.#options.storeTimeoutMs);
+          if (!saved.ok) throw storeError("save", saved, state.key);
         }
-        const bytes = core.__CkKeeper.recordUsage(state.bytes, usage);
-        const saved = await attempt(() => this.#store.save(state.key, bytes), this.#options.storeTimeoutMs);
-        if (!saved.ok) throw storeError("save", saved, state.key);
         // NOTE: a model counted by proxy is calibrated by what the provider read of the last
         // prepared messages; this keeper's counts use it from now on, any keeper's from the
         // session's next prepare.

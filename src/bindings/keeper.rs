@@ -256,6 +256,8 @@ impl KeeperJs {
     #[wasm_bindgen(js_name = countNew)]
     pub fn count_new(&self, messages: JsValue) -> Result<f64, super::counting::CountingError> {
         let total = self.count(messages.clone())?;
+        // NOTE: read a second time for the parsed messages, which the count keeps but does not
+        // give: the same few new objects, each now known (one snapshot check, no parse).
         if let Ok(Some((list, _))) = super::counting::split(&messages) {
             if let Ok(found) = list::read_list(&list, &self.counting, true) {
                 let mut memo = self.memo.borrow_mut();

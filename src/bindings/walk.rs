@@ -192,9 +192,9 @@ pub fn read_item_with_snapshot(
 
 /// What a value's JSON reading was made of, in walk order: a leaf is itself; an object is its
 /// mark ([`mark`], telling its size), then each key (the string `Object.keys` gave) followed by
-/// its value; an array is its mark, then its items. [`Snapshot::matches`] tells whether the value still reads the
-/// same, with `Object.is` on each part, so an unchanged string costs a pointer compare. The
-/// first slot holds the id the snapshot is kept under.
+/// its value; an array is its mark, then its items. [`Snapshot::matches`] tells whether the
+/// value still reads the same, with `Object.is` on each part, so an unchanged string costs a
+/// pointer compare. The first slot holds the id the snapshot is kept under.
 pub struct Snapshot(Array);
 
 impl Snapshot {

@@ -162,13 +162,7 @@ impl DecisionMemo {
             if message.role() != crate::messages::Role::Assistant {
                 continue;
             }
-            let facts = self.facts(message, WRITTEN.0, WRITTEN.1);
-            let written = facts.written.get_or_insert_with(|| {
-                let mut found = Vec::new();
-                usage::written(message, &mut found);
-                found
-            });
-            index.record(m, written);
+            index.record(m, self.written(message));
         }
         index
     }
@@ -179,12 +173,7 @@ impl DecisionMemo {
     /// that a decision turn does not do it for every message that arrived since the last one.
     pub fn prime(&mut self, message: &Message) {
         if message.role() == crate::messages::Role::Assistant {
-            let facts = self.facts(message, WRITTEN.0, WRITTEN.1);
-            facts.written.get_or_insert_with(|| {
-                let mut found = Vec::new();
-                usage::written(message, &mut found);
-                found
-            });
+            self.written(message);
         }
         for (p, part) in message.parts().iter().enumerate() {
             let Some(text) = part
@@ -200,6 +189,16 @@ impl DecisionMemo {
             facts.sha256.get_or_insert_with(|| sha256_hex(&text));
             facts.details.get_or_insert_with(|| usage::by_line(&text));
         }
+    }
+
+    /// The details `message` wrote ([`usage::written`]), read once.
+    fn written(&mut self, message: &Message) -> &[usage::Detail] {
+        let facts = self.facts(message, WRITTEN.0, WRITTEN.1);
+        facts.written.get_or_insert_with(|| {
+            let mut found = Vec::new();
+            usage::written(message, &mut found);
+            found
+        })
     }
 
     /// The message its cuts of hash `spec` made of `original`, when an earlier apply made it.

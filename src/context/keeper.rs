@@ -675,8 +675,6 @@ impl Prepare {
         })
     }
 
-    /// Uses `memo`, what earlier prepares of this keeper's histories cut (by message identity,
-    /// so it holds across prepares of a history whose messages the host keeps parsed);
     /// Adds to the session's figures the prepares a host answered without the core since the
     /// last one that came here (the JS keeper's fast path: `prepared` calls, `tokens_sent` in
     /// all, and what the standing cuts saved in them), so that `stats` counts every prepare.
@@ -687,13 +685,12 @@ impl Prepare {
         let stats = &mut self.state.keeper.stats;
         stats.prepared += prepared;
         stats.tokens_sent += tokens_sent;
-        stats.saved.offload += saved.offload;
-        stats.saved.prune += saved.prune;
-        stats.saved.evict += saved.evict;
-        stats.saved.compact += saved.compact;
+        stats.saved.add(saved);
         self.state_changed = true;
     }
 
+    /// Uses `memo`, what earlier prepares of this keeper's histories cut (by message identity,
+    /// so it holds across prepares of a history whose messages the host keeps parsed);
     /// [`Prepared::memo`] hands it back, swept of what this prepare did not use.
     #[must_use]
     pub fn with_memo(mut self, memo: DecisionMemo) -> Prepare {
@@ -1469,10 +1466,7 @@ impl Prepare {
         stats.prepared += 1;
         stats.last_tokens = self.tokens;
         stats.tokens_sent += self.tokens;
-        stats.saved.offload += self.report.saved.offload;
-        stats.saved.prune += self.report.saved.prune;
-        stats.saved.evict += self.report.saved.evict;
-        stats.saved.compact += self.report.saved.compact;
+        stats.saved.add(self.report.saved);
         stats.events.failures += self.report.failures.len() as u64;
         self.state.keeper.output = hashes;
         // NOTE: only a model counted by proxy (or by the estimator, in a build without

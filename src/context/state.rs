@@ -156,6 +156,16 @@ pub struct SavedTokens {
     pub compact: u64,
 }
 
+impl SavedTokens {
+    /// Adds `other`'s figures, tier by tier.
+    pub fn add(&mut self, other: SavedTokens) {
+        self.offload += other.offload;
+        self.prune += other.prune;
+        self.evict += other.evict;
+        self.compact += other.compact;
+    }
+}
+
 /// Counts of events.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(target_arch = "wasm32", derive(tsify::Tsify))]
