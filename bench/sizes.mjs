@@ -21,8 +21,8 @@ const KEY_FILES = {
     "node/context_keeper_bg.wasm", "node/o200k.tables", "node/cl100k.tables",
     // The subpath entries: context-keeper/o200k, /cl100k (one encoding each), /lite (the keeper,
     // no tables), /estimate (the estimator alone).
-    "o200k/web/context_keeper_bg.wasm", "cl100k/web/context_keeper_bg.wasm", "lite/web/context_keeper_bg.wasm",
-    "estimate/web/context_keeper_bg.wasm"],
+    "o200k/web/context_keeper_o200k_bg.wasm", "cl100k/web/context_keeper_cl100k_bg.wasm",
+    "lite/web/context_keeper_lite_bg.wasm", "estimate/web/context_keeper_estimate_bg.wasm"],
   tiktoken: ["tiktoken_bg.wasm", "tiktoken_bg.cjs"],
   "js-tiktoken": ["dist/ranks/o200k_base.js", "dist/ranks/cl100k_base.js"],
   "gpt-tokenizer": ["esm/bpeRanks/o200k_base.js", "esm/bpeRanks/cl100k_base.js"],
@@ -79,10 +79,10 @@ export function packageSizes(packages = Object.keys(KEY_FILES)) {
 /** The package's entries, as an app imports them. */
 export const ENTRIES = {
   "context-keeper": { wasm: "web/context_keeper_bg.wasm", goal: 1.7e6 },
-  "context-keeper/o200k": { wasm: "o200k/web/context_keeper_bg.wasm", goal: 1.2e6 },
-  "context-keeper/cl100k": { wasm: "cl100k/web/context_keeper_bg.wasm" },
-  "context-keeper/lite": { wasm: "lite/web/context_keeper_bg.wasm", goal: 80 * 1024 },
-  "context-keeper/estimate": { wasm: "estimate/web/context_keeper_bg.wasm" },
+  "context-keeper/o200k": { wasm: "o200k/web/context_keeper_o200k_bg.wasm", goal: 1.2e6 },
+  "context-keeper/cl100k": { wasm: "cl100k/web/context_keeper_cl100k_bg.wasm" },
+  "context-keeper/lite": { wasm: "lite/web/context_keeper_lite_bg.wasm", goal: 80 * 1024 },
+  "context-keeper/estimate": { wasm: "estimate/web/context_keeper_estimate_bg.wasm" },
 };
 
 /**

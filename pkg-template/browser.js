@@ -1,5 +1,5 @@
-// The browser entry: the web build, initialised once with top-level await. Bundlers (Vite,
-// webpack 5, esbuild) follow the `new URL(..., import.meta.url)` inside init() to the .wasm.
+// The browser entry: the web build, initialised once with top-level await. Vite and webpack 5
+// follow the `new URL(..., import.meta.url)` inside init() to the .wasm (esbuild does not: README).
 // scripts/build.mjs copies this file into each subpath entry's directory (lite/, o200k/, ...),
 // pointing the imports at the one shared error class and context driver and leaving the
 // driver out of entries built without the context layer.

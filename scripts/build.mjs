@@ -21,6 +21,12 @@ import { parse as parseToml } from "smol-toml";
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const dev = process.argv.includes("--dev");
 const crateName = "context_keeper";
+/**
+ * The file names of an entry's build: `context_keeper` for the main entry, and
+ * `context_keeper_<dir>` for a subpath entry (`lite/web/context_keeper_lite_bg.wasm`), so that
+ * bundlers, CDNs and people copying `.wasm` files next to a bundle cannot mix two entries up.
+ */
+const outName = (entry) => (entry.dir ? `${crateName}_${entry.dir}` : crateName);
 const staging = join(root, ".build");
 const out = join(root, "pkg");
 const started = performance.now();
@@ -104,17 +110,17 @@ function cargoBuild(features, profile, env = {}) {
  * Runs wasm-bindgen for each `[dirName, target]` of `targetList` on the wasm cargo just built
  * in `profile`.
  */
-function bindgen(dir, targetList, profile) {
+function bindgen(dir, targetList, profile, name) {
   mkdirSync(dir, { recursive: true });
   // NOTE: copied aside, since cargo writes every feature set's .wasm to the same path.
   const input = join(dir, `${crateName}.wasm`);
   cpSync(cargoWasm(profile), input);
   const outputs = [];
   for (const [targetDirName, target] of targetList) {
-    const args = [input, "--out-dir", join(dir, targetDirName), "--out-name", crateName, "--target", target];
+    const args = [input, "--out-dir", join(dir, targetDirName), "--out-name", name, "--target", target];
     if (dev) args.push("--debug");
     run("wasm-bindgen", args);
-    outputs.push(join(dir, targetDirName, `${crateName}_bg.wasm`));
+    outputs.push(join(dir, targetDirName, `${name}_bg.wasm`));
   }
   rmSync(input);
   if (!optimize) return;
@@ -141,11 +147,11 @@ for (const entry of entries) {
   cargoBuild(features, entry.profile);
   // An entry with a Node build of its own has its nodejs target made from that build.
   const own = nodeFeatures.length > 0;
-  bindgen(stagedDir(entry), own ? targets.filter(([, target]) => target !== "nodejs") : targets, entry.profile);
+  bindgen(stagedDir(entry), own ? targets.filter(([, target]) => target !== "nodejs") : targets, entry.profile, outName(entry));
   if (!own) continue;
   const outDir = cargoBuild([...features, ...nodeFeatures], entry.profile, { CONTEXT_KEEPER_TABLES_DIR: "." });
   const host = hostStagedDir(entry);
-  bindgen(host, targets.filter(([, target]) => target === "nodejs"), entry.profile);
+  bindgen(host, targets.filter(([, target]) => target === "nodejs"), entry.profile, outName(entry));
   for (const feature of features.filter((f) => ENCODING_FEATURES.includes(f))) {
     cpSync(join(outDir, `${feature}.tables`), join(host, `${feature}.tables`));
   }
@@ -167,9 +173,10 @@ for (const entry of entries) {
   // (pkg-template/context/) are shared by every entry, so the class is one class; an entry built
   // without the layer (estimate) leaves out the driver's lines.
   const context = hasContextLayer(entry);
+  const name = outName(entry);
   for (const file of ENTRY_MODULES) {
     if (!entry.dir && context) continue; // the root entry's modules are pkg-template's own
-    writeFileSync(join(to, file), entryModule(readFileSync(join(root, "pkg-template", file), "utf8"), entry.dir, context));
+    writeFileSync(join(to, file), entryModule(readFileSync(join(root, "pkg-template", file), "utf8"), entry, context));
   }
   for (const [targetDirName, target] of targets) {
     mkdirSync(join(to, targetDirName), { recursive: true });
@@ -191,14 +198,14 @@ for (const entry of entries) {
     // NOTE: the package is "type": "module"; the nodejs target's output is CommonJS.
     writeFileSync(join(to, targetDirName, "package.json"), '{ "type": "commonjs" }\n');
     if (readsShared) {
-      const glue = join(to, targetDirName, `${crateName}.js`);
-      const line = `const wasmPath = \`\${__dirname}/${crateName}_bg.wasm\`;`;
+      const glue = join(to, targetDirName, `${name}.js`);
+      const line = `const wasmPath = \`\${__dirname}/${name}_bg.wasm\`;`;
       const text = readFileSync(glue, "utf8");
       if (!text.includes(line)) throw new Error(`${glue}: no \`${line}\` to point at ../${shared}/`);
       writeFileSync(glue, text.replace(line, line.replace("${__dirname}/", `\${__dirname}/../${shared}/`)));
     }
-    const glue = join(to, targetDirName, `${crateName}.js`);
-    writeFileSync(join(to, "node.cjs"), nodeRequire(targetDirName, entry.dir, context));
+    const glue = join(to, targetDirName, `${name}.js`);
+    writeFileSync(join(to, "node.cjs"), nodeRequire(targetDirName, entry, context));
     writeFileSync(join(to, "node.js"), nodeModule(glue, context));
   }
 }
@@ -229,13 +236,13 @@ function nodeModule(cjsPath, context) {
  * (in an entry with the context layer) the context driver bound to it, so `require` and
  * `import` get the same functions and the same error class.
  */
-function nodeRequire(targetDirName, dir, context) {
-  const up = dir ? ".." : ".";
+function nodeRequire(targetDirName, entry, context) {
+  const up = entry.dir ? ".." : ".";
   return [
     "// Node's `require` entry (generated by scripts/build.mjs): the CommonJS build, its errors",
     context ? "// made with the package's class, and the context layer's driver bound to it." : "// made with the package's class.",
     '"use strict";',
-    `const api = require("./${targetDirName}/${crateName}.js");`,
+    `const api = require("./${targetDirName}/${outName(entry)}.js");`,
     `const { ContextKeeperError, registerInstance } = require("${up}/errors.cjs");`,
     ...(context ? [`const { bindContext } = require("${up}/context/index.cjs");`] : []),
     "",
@@ -265,20 +272,26 @@ function commonJS(source, from) {
 
 /** Whether an entry's build has the context layer: its glue exports the core's `__ckPrune`. */
 function hasContextLayer(entry) {
-  const glue = join(stagedDir(entry), shared, `${crateName}.js`);
+  const glue = join(stagedDir(entry), shared, `${outName(entry)}.js`);
   return /export function __ckPrune\b/.test(readFileSync(glue, "utf8"));
 }
 
 /**
  * An entry module of pkg-template for an entry's directory: the shared error class and context
- * driver are one directory up from a subpath entry, and an entry without the layer drops its lines (marked
+ * driver are one directory up from a subpath entry, its build's files have the entry's names
+ * (`./web/context_keeper_lite.js`), and an entry without the layer drops its lines (marked
  * `// context`).
  */
-function entryModule(text, dir, context) {
+function entryModule(text, entry, context) {
   let lines = text.split("\n");
   if (!context) lines = lines.filter((line) => !line.endsWith("// context"));
   const out = lines.join("\n");
-  return dir ? out.replaceAll('"./context/', '"../context/').replaceAll('"./errors.js"', '"../errors.js"') : out;
+  if (!entry.dir) return out;
+  const name = outName(entry);
+  return out
+    .replaceAll('"./context/', '"../context/')
+    .replaceAll('"./errors.js"', '"../errors.js"')
+    .replaceAll(/"\.\/(web|node)\/context_keeper(_bg\.wasm|\.js)"/g, (_, dir, rest) => `"./${dir}/${name}${rest}"`);
 }
 
 for (const module of ["errors.js", "memo.js", "context/index.js"]) {
@@ -297,7 +310,7 @@ for (const [name, path] of Object.entries(manifest.bin ?? {})) {
 
 const kb = (n) => `${(n / 1024).toFixed(0)} KiB`;
 for (const entry of entries) {
-  const path = join(packageDir(entry), shared ?? targets[0][0], `${crateName}_bg.wasm`);
+  const path = join(packageDir(entry), shared ?? targets[0][0], `${outName(entry)}_bg.wasm`);
   const wasm = readFileSync(path);
   const gzip = gzipSync(wasm, { level: 9 }).length;
   const brotli = brotliCompressSync(wasm, { params: { [zlib.BROTLI_PARAM_QUALITY]: 11 } }).length;

@@ -18,8 +18,9 @@ import { referenceCount, texts, sampleTexts } from "./reference.mjs";
 
 const require = createRequire(import.meta.url);
 const allTexts = [...Object.values(texts), sampleTexts.join("\n")];
-/** The .wasm of an entry ("" for the default), as installed. */
-const wasmOf = (dir) => readFileSync(require.resolve(`context-keeper/package.json`).replace(/package\.json$/, `${dir}web/context_keeper_bg.wasm`));
+/** The .wasm of an entry ("" for the default, else "lite/" and so on), as installed: each
+ * entry's file is named apart (`lite/web/context_keeper_lite_bg.wasm`). */
+const wasmOf = (dir) => readFileSync(require.resolve(`context-keeper/package.json`).replace(/package\.json$/, `${dir}web/context_keeper${dir ? `_${dir.slice(0, -1)}` : ""}_bg.wasm`));
 
 test("import and require of an entry share one instance and one API", () => {
   for (const [name, esm] of [["context-keeper", main], ["context-keeper/o200k", o200k], ["context-keeper/cl100k", cl100k], ["context-keeper/lite", lite], ["context-keeper/estimate", estimate]]) {

@@ -38,14 +38,25 @@ test("the tarball holds every export target and nothing else of note", () => {
     assert.ok(files.has(path), `${path} is exported but not packed`);
     assert.ok(existsSync(join(pkg, path)), `${path} is exported but not built`);
   }
+  // Each entry's build is named apart (`lite/web/context_keeper_lite_bg.wasm`), so that two
+  // entries' .wasm copied next to one bundle cannot overwrite each other.
+  const wasmNames = new Set();
   for (const dir of ["", "o200k/", "cl100k/", "lite/", "estimate/"]) {
-    for (const file of ["node/context_keeper.js", "web/context_keeper_bg.wasm", "index.d.ts", "node.js", "browser.js", "workerd.js"]) {
+    const name = `context_keeper${dir ? `_${dir.slice(0, -1)}` : ""}`;
+    for (const file of [`node/${name}.js`, `web/${name}_bg.wasm`, "index.d.ts", "node.js", "browser.js", "workerd.js"]) {
       assert.ok(files.has(dir + file), `${dir + file} missing from the tarball`);
     }
+    for (const module of ["browser.js", "workerd.js", "node.cjs"]) {
+      const text = readFileSync(join(pkg, dir, module), "utf8");
+      assert.ok(text.includes(`/${name}`), `${dir}${module} does not load ${name}`);
+    }
+    wasmNames.add(`${name}_bg.wasm`);
     if (dir === "") continue;
     // The nodejs build reads the web build's .wasm (the same bytes): each .wasm ships once.
-    assert.ok(!files.has(`${dir}node/context_keeper_bg.wasm`), `${dir}node/context_keeper_bg.wasm ships twice`);
+    assert.ok(!files.has(`${dir}node/${name}_bg.wasm`), `${dir}node/${name}_bg.wasm ships twice`);
   }
+  const shipped = [...files].filter((f) => f.endsWith(".wasm")).map((f) => f.split("/").pop());
+  assert.deepEqual(new Set(shipped), wasmNames, "every entry's .wasm has a name of its own");
   // The main entry's Node build is its own (`node-features` in wasm-pack.toml): a .wasm
   // without tables, and the tables it reads on first use.
   for (const file of ["node/context_keeper_bg.wasm", "node/o200k.tables", "node/cl100k.tables"]) {

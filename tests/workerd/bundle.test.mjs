@@ -44,8 +44,9 @@ for (const [name, entry, call] of [
     const files = bundle(name, `context-keeper${entry ? `/${entry.slice(0, -1)}` : ""}`, call);
     const wasm = Object.entries(files).filter(([file]) => file.endsWith(".wasm"));
     assert.equal(wasm.length, 1, `wasm modules: ${wasm.map(([file]) => file).join(", ")}`);
-    const expected = readFileSync(join(root, "pkg", entry, "web", "context_keeper_bg.wasm"));
-    assert.ok(wasm[0][1].equals(expected), `${wasm[0][0]} is not pkg/${entry}web/context_keeper_bg.wasm`);
+    const file = `context_keeper${entry ? `_${name}` : ""}_bg.wasm`;
+    const expected = readFileSync(join(root, "pkg", entry, "web", file));
+    assert.ok(wasm[0][1].equals(expected), `${wasm[0][0]} is not pkg/${entry}web/${file}`);
     const gzip = Object.entries(files).filter(([file]) => !file.endsWith(".map") && !file.endsWith(".md"))
       .reduce((sum, [, bytes]) => sum + gzipSync(bytes, { level: 9 }).length, 0);
     // The free plan's limit is 3 MB compressed. The estimator alone must stay under 60 KiB, the
