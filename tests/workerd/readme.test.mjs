@@ -20,13 +20,16 @@ const readme = readFileSync(join(root, "README.md"), "utf8");
 
 /** The body of the first fenced block of `lang` holding `marker`. */
 function block(lang, marker) {
-  for (const match of readme.matchAll(/```(\w+)\n([\s\S]*?)\n```/g)) {
+  // (a block inside a list item is indented: its fences too)
+  for (const match of readme.matchAll(/^ *```(\w+)\n([\s\S]*?)\n *```/gm)) {
     if (match[1] === lang && match[2].includes(marker)) return match[2];
   }
   throw new Error(`README.md has no ${lang} block holding ${JSON.stringify(marker)}`);
 }
 
 const worker = block("js", "export class Session extends DurableObject");
+// the smallest Worker the README shows (Runtimes, Cloudflare Workers), mounted at /count
+const counter = block("js", "tokens: countTokens(await request.text()");
 const config = block("jsonc", '"durable_objects"');
 
 const dir = mkdtempSync(join(tmpdir(), "ck-readme-worker-"));
@@ -38,11 +41,17 @@ before(async () => {
   // NOTE: the README's module as printed; the project's `main` (src/index.js) adds only the
   // readiness answer the test harness waits for (GET ?text=ready) in front of it.
   writeFileSync(join(dir, "src", "readme.js"), worker);
+  writeFileSync(join(dir, "src", "counter.js"), counter.replace(/^ {2}/gm, ""));
   writeFileSync(join(dir, "src", "index.js"), [
     'import readme from "./readme.js";',
+    'import counter from "./counter.js";',
     'export * from "./readme.js";',
     "export default {",
-    '  fetch: (request, env) => (new URL(request.url).searchParams.has("text") ? new Response("ready") : readme.fetch(request, env)),',
+    "  fetch(request, env) {",
+    "    const url = new URL(request.url);",
+    '    if (url.searchParams.has("text")) return new Response("ready");',
+    '    return url.pathname === "/count" ? counter.fetch(request) : readme.fetch(request, env);',
+    "  },",
     "};",
     "",
   ].join("\n"));
@@ -77,4 +86,10 @@ test("the README's Worker, as printed: a session past 2 MB of history is stored 
   assert.ok(stored > 2_000_000, `${stored} characters of history`);
   // a GET is not the route
   assert.equal((await fetch(`${wrangler.base}chat/readme-session`)).status, 400);
+});
+
+test("the README's smallest Worker, as printed, counts a request's text", async () => {
+  const res = await fetch(`${wrangler.base}count`, { method: "POST", body: "hello world" });
+  assert.equal(res.status, 200, await res.clone().text());
+  assert.deepEqual(await res.json(), { tokens: 2 });
 });
