@@ -38,6 +38,12 @@ const cargo = parseToml(cargoToml);
 /** The modules of pkg-template/ that every entry gets a copy of, next to its targets' dirs. */
 const ENTRY_MODULES = ["browser.js", "workerd.js", "index.d.ts"];
 
+/**
+ * Whether an export of the wasm-bindgen glue is the driver's own (`__ckPrune`, `__CkKeeper`):
+ * the context driver reaches those through the glue's module object, and no entry exports them.
+ */
+const internal = (name) => name.startsWith("__");
+
 /** The context layer's functions, as every entry with the layer exports them. */
 const CONTEXT_EXPORTS = [
   "pruneMessages", "evictToolInputs", "offloadToolResult", "offloadMessages",
@@ -174,9 +180,9 @@ for (const entry of entries) {
   // without the layer (estimate) leaves out the driver's lines.
   const context = hasContextLayer(entry);
   const name = outName(entry);
-  for (const file of ENTRY_MODULES) {
-    if (!entry.dir && context) continue; // the root entry's modules are pkg-template's own
-    writeFileSync(join(to, file), entryModule(readFileSync(join(root, "pkg-template", file), "utf8"), entry, context));
+  const glueNames = webGlueExports(entry);
+  for (const file of [...ENTRY_MODULES, ...(entry.dir ? [] : ["init.js"])]) {
+    writeFileSync(join(to, file), entryModule(readFileSync(join(root, "pkg-template", file), "utf8"), entry, context, glueNames));
   }
   for (const [targetDirName, target] of targets) {
     mkdirSync(join(to, targetDirName), { recursive: true });
@@ -217,7 +223,7 @@ for (const entry of entries) {
  * measured about 3 ms of the import.
  */
 function nodeModule(cjsPath, context) {
-  const names = [...readFileSync(cjsPath, "utf8").matchAll(/^exports\.(\w+) = /gm)].map((m) => m[1]);
+  const names = [...readFileSync(cjsPath, "utf8").matchAll(/^exports\.(\w+) = /gm)].map((m) => m[1]).filter((name) => !internal(name));
   if (names.length === 0) throw new Error(`${cjsPath}: no exports found`);
   names.push("ContextKeeperError", ...(context ? CONTEXT_EXPORTS : []));
   return [
@@ -247,7 +253,9 @@ function nodeRequire(targetDirName, entry, context) {
     ...(context ? [`const { bindContext } = require("${up}/context/index.cjs");`] : []),
     "",
     "registerInstance(api);",
-    `module.exports = { ...api, ContextKeeperError${context ? ", ...bindContext(api)" : ""} };`,
+    "// (the driver's own exports of the build, `__ck...`, stay with the driver)",
+    `const exported = Object.fromEntries(Object.entries(api).filter(([name]) => !name.startsWith("__")));`,
+    `module.exports = { ...exported, ContextKeeperError${context ? ", ...bindContext(api)" : ""} };`,
     "",
   ].join("\n");
 }
@@ -270,6 +278,20 @@ function commonJS(source, from) {
   return `"use strict";\n// Generated from ${file} by scripts/build.mjs: the same module, as CommonJS.\n${out}\nmodule.exports = { ${names.join(", ")} };\n`;
 }
 
+/** The names an entry's web glue exports for callers: every export but the driver's own. */
+function webGlueExports(entry) {
+  const glue = readFileSync(join(stagedDir(entry), shared, `${outName(entry)}.js`), "utf8");
+  const names = [...glue.matchAll(/^export (?:function|class|const) (\w+)/gm)].map((m) => m[1]);
+  for (const m of glue.matchAll(/^export \{([^}]*)\};?$/gm)) {
+    for (const part of m[1].split(",")) {
+      const name = part.trim().split(/\s+as\s+/).pop();
+      if (name && name !== "default") names.push(name);
+    }
+  }
+  if (!names.includes("countMessages") && !names.includes("estimateTokens")) throw new Error(`${entry.dir || "main"}: no exports found in its web glue`);
+  return names.filter((name) => !internal(name));
+}
+
 /** Whether an entry's build has the context layer: its glue exports the core's `__ckPrune`. */
 function hasContextLayer(entry) {
   const glue = join(stagedDir(entry), shared, `${outName(entry)}.js`);
@@ -282,10 +304,17 @@ function hasContextLayer(entry) {
  * (`./web/context_keeper_lite.js`), and an entry without the layer drops its lines (marked
  * `// context`).
  */
-function entryModule(text, entry, context) {
+function entryModule(text, entry, context, glueNames) {
   let lines = text.split("\n");
   if (!context) lines = lines.filter((line) => !line.endsWith("// context"));
-  const out = lines.join("\n");
+  let out = lines.join("\n");
+  // `export *` of the glue would export the driver's own functions: the names are listed
+  const own = new Set([
+    ...[...out.matchAll(/^export (?:async )?(?:function|class|const) (\w+)/gm)].map((m) => m[1]),
+    ...[...out.matchAll(/^export (?:const )?\{([^}]*)\}/gm)].flatMap((m) => m[1].split(",").map((n) => n.trim().split(/\s+as\s+/).pop())),
+  ]);
+  out = out.replace(/^export \* from ("\.\/web\/context_keeper\.js");$/gm, (_, from) =>
+    `export { ${glueNames.filter((n) => !own.has(n)).join(", ")} } from ${from};`);
   if (!entry.dir) return out;
   const name = outName(entry);
   return out

@@ -113,6 +113,7 @@ for (const tool of ["vite", "webpack", "esbuild"]) {
       assert.equal(result.error, undefined, result.error);
       assert.equal(result.tokens, 2, "countTokens('hello world') with o200k_base");
       assert.deepEqual(result.exact, [true, false], "countMessages is exact in the main entry, estimated in /lite");
+      assert.deepEqual(result.internal, [], "the driver's own functions exported");
       for (const entry of ["main", "lite"]) {
         const r = result[entry];
         // the log (about 40,000 tokens) cannot fit a 16,000-token window: it is offloaded whole

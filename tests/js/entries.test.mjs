@@ -14,6 +14,7 @@ import * as o200k from "context-keeper/o200k";
 import * as cl100k from "context-keeper/cl100k";
 import * as lite from "context-keeper/lite";
 import * as estimate from "context-keeper/estimate";
+import { MemoryStore } from "context-keeper/stores";
 import { referenceCount, texts, sampleTexts } from "./reference.mjs";
 
 const require = createRequire(import.meta.url);
@@ -21,6 +22,20 @@ const allTexts = [...Object.values(texts), sampleTexts.join("\n")];
 /** The .wasm of an entry ("" for the default, else "lite/" and so on), as installed: each
  * entry's file is named apart (`lite/web/context_keeper_lite_bg.wasm`). */
 const wasmOf = (dir) => readFileSync(require.resolve(`context-keeper/package.json`).replace(/package\.json$/, `${dir}web/context_keeper${dir ? `_${dir.slice(0, -1)}` : ""}_bg.wasm`));
+
+test("no entry exports the context driver's own functions (__ck..., __Ck...)", async () => {
+  for (const name of ["context-keeper", "context-keeper/o200k", "context-keeper/cl100k", "context-keeper/lite", "context-keeper/estimate"]) {
+    for (const api of [await import(name), require(name)]) {
+      assert.deepEqual(Object.keys(api).filter((key) => key.startsWith("__") && key !== "__esModule"), [], name);
+    }
+  }
+  // and the driver still reaches them: the keeper works through each entry that has it
+  for (const entry of [main, lite]) {
+    const keeper = new entry.ContextKeeper({ model: "gpt-4o", store: new MemoryStore() });
+    assert.equal((await keeper.prepare([{ role: "user", content: "hi" }], { sessionId: "s" })).report.decision, "under");
+    keeper.free();
+  }
+});
 
 test("import and require of an entry share one instance and one API", () => {
   for (const [name, esm] of [["context-keeper", main], ["context-keeper/o200k", o200k], ["context-keeper/cl100k", cl100k], ["context-keeper/lite", lite], ["context-keeper/estimate", estimate]]) {

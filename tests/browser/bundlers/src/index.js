@@ -1,5 +1,6 @@
 // An app's page as an adopter writes it: the main entry and /lite imported together (two
 // .wasm files in one bundle), each counting and running a keeper's prepare.
+import * as main from "context-keeper";
 import { countTokens, countMessages, ContextKeeper } from "context-keeper";
 import * as lite from "context-keeper/lite";
 import { MemoryStore } from "context-keeper/stores";
@@ -23,6 +24,8 @@ try {
     tokens: countTokens("hello world", { model: "gpt-4o" }),
     // the main entry counts exactly; /lite estimates
     exact: [countMessages, lite.countMessages].map((count) => count([{ role: "user", content: "hello world" }], { model: "gpt-4o" }).exact),
+    // what the entries export for callers: not the context driver's own functions
+    internal: [main, lite].flatMap((entry) => Object.keys(entry).filter((key) => key.startsWith("__"))),
     main: await run({ ContextKeeper }),
     lite: await run(lite),
   };
