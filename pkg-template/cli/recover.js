@@ -46,13 +46,22 @@ export async function sessionsIn(store) {
   return [...new Set(entries.filter((e) => e.key.length === 4).map((e) => e.key[1]))].sort();
 }
 
-/** The compaction archives of a session: `{ name, key }`, oldest first (names start with the number). */
+/**
+ * The archives of a session: `{ name, key, rolling }`, compactions (`0001-<hash>`) then rolling
+ * window folds (`rolling-0001-<hash>`), each oldest first by number: compared as numbers, since
+ * names sort "10000-" before "9999-".
+ */
 async function archivesOf(store, sessionId) {
   const entries = await store.loadRange([NAMESPACE, sessionId, "archive"]);
+  const order = (name) => {
+    const m = /^(rolling-)?(\d+)-/.exec(name);
+    return m === null ? [2, Infinity] : [m[1] ? 1 : 0, Number(m[2])];
+  };
   return entries
     .filter((e) => e.key.length === 4 && !e.key[3].endsWith(".md"))
-    .map((e) => ({ name: e.key[3], key: e.key }))
-    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    .map((e) => ({ name: e.key[3], key: e.key, rolling: e.key[3].startsWith("rolling-"), order: order(e.key[3]) }))
+    .sort((a, b) => a.order[0] - b.order[0] || a.order[1] - b.order[1] || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    .map(({ order: _order, ...archive }) => archive);
 }
 
 /** The sessions to look in: the one named, or every one in the store. */
@@ -67,9 +76,9 @@ export async function list({ ck, store, sessionId }) {
   for (const session of await sessionsFor(store, sessionId)) {
     const listed = await ck.listOffloaded({ store, sessionId: session });
     const archives = [];
-    for (const { name, key } of await archivesOf(store, session)) {
+    for (const { name, key, rolling } of await archivesOf(store, session)) {
       const archive = await ck.readArchive(key, { store });
-      archives.push({ name, key, number: archive.number, format: archive.format, messages: archive.messages.length });
+      archives.push({ name, key, kind: rolling ? "rolling" : "compaction", number: archive.number, format: archive.format, messages: archive.messages.length });
     }
     sessions.push({ session, offloads: listed.offloads, damaged: listed.damaged, archives, rendered: listed.rendered });
   }
@@ -84,7 +93,7 @@ export function renderList(result, c, storeArg) {
     out.push(c.bold(`session ${s.session}`));
     out.push(s.rendered.trimEnd().replace(/^/gm, "  "));
     for (const a of s.archives) {
-      out.push(`  archive ${a.name}: compaction ${a.number}, ${a.messages} original message${a.messages === 1 ? "" : "s"} (${a.format}); read it with: context-keeper read ${a.name}${where}${result.sessions.length > 1 ? ` --session ${s.session}` : ""}`);
+      out.push(`  archive ${a.name}: ${a.kind === "rolling" ? "rolling window fold" : "compaction"} ${a.number}, ${a.messages} original message${a.messages === 1 ? "" : "s"} (${a.format}); read it with: context-keeper read ${a.name}${where}${result.sessions.length > 1 ? ` --session ${s.session}` : ""}`);
     }
   }
   return out.join("\n");

@@ -448,3 +448,31 @@ test("scripts/demo's command-line half runs report, prepare, list and grep on th
   assert.match(r.stderr, /compacted messages \d+-\d+/);
   assert.match(r.stdout, /archive 0001-/);
 });
+
+test("list: a session's archives oldest first by number, compactions then rolling folds (not by name)", async () => {
+  const { compact, rollingWindow } = await import("context-keeper");
+  const { FileSystemStore } = await import("context-keeper/stores");
+  const dir = join(tmp, "archives-order");
+  const store = new FileSystemStore({ dir });
+  const history = [{ role: "system", content: "Be brief." }, { role: "user", content: "Walk the repository." }];
+  for (let t = 0; t < 12; t++) {
+    history.push({ role: "assistant", content: `Step ${t}: reading file_${t}.py, which defines handler_${t}. `.repeat(20) });
+    history.push({ role: "user", content: `Go on with step ${t + 1}.` });
+  }
+  const summarize = () => "Read the first files.";
+  const compacted = await compact(history, { store, sessionId: "s", model: "gpt-4o", keepRecentTurns: 2, summarize });
+  assert.equal(compacted.report.outcome, "compacted");
+  const rolled = await rollingWindow(history, { store, sessionId: "s", model: "gpt-4o", budget: 1_500, summarize });
+  assert.equal(rolled.report.outcome, "folded");
+  // the same archive again under later numbers: by name "10000-" sorts before "9999-"
+  const first = compacted.marker.key;
+  const bytes = await store.load(first);
+  for (const name of ["9999-aaaaaaaaaaaaaaaa", "10000-aaaaaaaaaaaaaaaa", "0002-aaaaaaaaaaaaaaaa"]) {
+    await store.save([...first.slice(0, 3), name], bytes);
+  }
+  const listed = json(run(["list", "--store", dir, "--session", "s", "--json"])).sessions[0].archives.map((a) => a.name.replace(/-[0-9a-f]{16}$/, ""));
+  assert.deepEqual(listed, ["0001", "0002", "9999", "10000", "rolling-0001"]);
+  const text = run(["list", "--store", dir, "--session", "s"]).stdout;
+  assert.match(text, /archive rolling-0001-[0-9a-f]{16}: rolling window fold 1,/);
+  assert.match(text, /archive 0001-[0-9a-f]{16}: compaction 1,/);
+});
