@@ -301,6 +301,17 @@ export interface ContextKeeperOptions<M = unknown> extends KeeperOptions, Format
   /** A second prepare of a session while one runs: wait for it (default) or throw (`kind: "busy"`). */
   onBusy?: "wait" | "error";
   onProgress?: (event: { phase: KeeperPhase; sessionId: string }) => void;
+  /** Where `loadMemory` reads the long-term memory file. Default `["memories", "AGENTS.md"]`. */
+  memoryKey?: string[];
+}
+
+/** What `recordUsage` returns: the session's provider-reported usage, summed, and its calibration. */
+export interface RecordedUsage extends ProviderUsage {
+  /**
+   * Provider tokens per counted token for a model counted by proxy (Claude, Gemini), from the
+   * last call recorded; `null` until one is (and for a model counted exactly).
+   */
+  calibration: number | null;
 }
 
 export interface Prepared<M> {
@@ -341,13 +352,14 @@ export class ContextKeeper<M extends Messages = Messages> {
    * `reply.usage`, the AI SDK's `usage`: any of their shapes). Absent usage (`undefined`,
    * `null`) records nothing.
    */
-  recordUsage(sessionId: string, usage: object | null | undefined): Promise<ProviderUsage>;
+  recordUsage(sessionId: string, usage: object | null | undefined): Promise<RecordedUsage>;
   stats(sessionId: string): Promise<KeeperStats>;
   /** The recovery tools' definitions in `format` (OpenAI's by default) and their handler. */
   tools(options: { sessionId: string; format?: "openai" }): { definitions: OpenAIToolDefinition[]; handle: RecoveryHandler };
   tools(options: { sessionId: string; format: "anthropic" }): { definitions: AnthropicToolDefinition[]; handle: RecoveryHandler };
   tools(options: { sessionId: string; format: "aisdk" | "ai-sdk" }): { definitions: Record<RecoveryToolName, AISDKRecoveryTool>; handle: RecoveryHandler };
   systemPromptSegment(): string;
+  /** The long-term memory file (`memoryKey`, default `AGENTS.md` under `memories`), or null. */
   loadMemory(): Promise<string | null>;
   /** Frees the keeper's wasm memory; also `[Symbol.dispose]`, so `using keeper = ...` works. */
   free(): void;

@@ -604,8 +604,17 @@ export function bindContext(core) {
 /** The keeper's options that are the driver's (the rest go to the core). */
 const KEEPER_OWN = ["store", "summarize", "flush", "onProgress", "timeoutMs", "storeTimeoutMs", "onBusy", "memoryKey"];
 
-/** Where `loadMemory` reads the long-term memory file: the routing store's `memories` prefix. */
+/** Where `loadMemory` reads the long-term memory file by default: the routing store's `memories` prefix. */
 const MEMORY_KEY = ["memories", "AGENTS.md"];
+
+/** `options.memoryKey`: a store key (strings), or the default. */
+function checkMemoryKey(key) {
+  if (key === undefined) return MEMORY_KEY;
+  if (!Array.isArray(key) || key.length === 0 || !key.every((part) => typeof part === "string" && part !== "")) {
+    throw optionsError("options.memoryKey", `expected a store key (an array of non-empty strings), found ${typeOf(key)}`);
+  }
+  return key.slice();
+}
 
 /** Every string inside a message, deep (for the offload check of appended messages). */
 function* stringsOf(value, depth = 0) {
@@ -683,6 +692,7 @@ function bindKeeper(core, h) {
         timeoutMs: checkTimeout(options.timeoutMs ?? h.CALLBACK_TIMEOUT_MS),
         storeTimeoutMs: checkTimeout(options.storeTimeoutMs, "options.storeTimeoutMs"),
         onBusy: options.onBusy ?? "wait",
+        memoryKey: checkMemoryKey(options.memoryKey),
         model: options.model,
         offload: options.offload,
       };
@@ -1036,11 +1046,12 @@ function bindKeeper(core, h) {
       return lines.join("\n");
     }
 
-    /** The long-term memory file (`AGENTS.md` under the store's `memories` prefix), or null. */
+    /** The long-term memory file (`memoryKey`: `AGENTS.md` under the store's `memories` prefix by default), or null. */
     async loadMemory() {
-      const loaded = await attempt(() => this.#store.load(MEMORY_KEY), this.#options.storeTimeoutMs);
-      if (!loaded.ok) throw storeError("load", loaded, MEMORY_KEY);
-      const bytes = loadedValue(loaded, MEMORY_KEY);
+      const key = this.#options.memoryKey;
+      const loaded = await attempt(() => this.#store.load(key), this.#options.storeTimeoutMs);
+      if (!loaded.ok) throw storeError("load", loaded, key);
+      const bytes = loadedValue(loaded, key);
       return bytes === undefined ? null : new TextDecoder().decode(bytes);
     }
   };

@@ -362,6 +362,12 @@ test("usage, stats, the prompt segment, the tools and the memory file", async ()
   assert.equal(await keeper.loadMemory(), null);
   await store.save(["memories", "AGENTS.md"], new TextEncoder().encode("- prefers cargo nextest"));
   assert.equal(await keeper.loadMemory(), "- prefers cargo nextest");
+  // memoryKey: where another host keeps the file
+  const elsewhere = new ContextKeeper({ model: "gpt-4o", store, memoryKey: ["team", "NOTES.md"] });
+  assert.equal(await elsewhere.loadMemory(), null);
+  await store.save(["team", "NOTES.md"], new TextEncoder().encode("- deploys on Fridays"));
+  assert.equal(await elsewhere.loadMemory(), "- deploys on Fridays");
+  assert.throws(() => new ContextKeeper({ model: "gpt-4o", store, memoryKey: "AGENTS.md" }), (e) => e.kind === "options" && e.path === "options.memoryKey");
 });
 
 test("bad options are named", () => {

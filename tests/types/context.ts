@@ -102,8 +102,15 @@ async function compaction(history: OpenAIMessage[]) {
     const prefix: number | undefined = report.unchangedPrefix;
     const stats = await keeper.stats("s");
     const saved: number | undefined = stats.saved?.prune;
-    void [first, fits, prefix, saved];
+    // recordUsage: the summed usage and the session's calibration (null until one is recorded)
+    const usage = await keeper.recordUsage("s", { input_tokens: 10, output_tokens: 2 });
+    const calibration: number | null = usage.calibration;
+    const read: number | undefined = usage.cacheReadTokens;
+    void [first, fits, prefix, saved, calibration, read];
   })();
+  new ContextKeeper({ model: "gpt-4o", store: new MemoryStore(), memoryKey: ["team", "NOTES.md"] });
+  // @ts-expect-error a memory key is a store key
+  new ContextKeeper({ model: "gpt-4o", store: new MemoryStore(), memoryKey: "NOTES.md" });
   // @ts-expect-error the store is required
   new ContextKeeper({ model: "gpt-4o" });
   keeper.free();
