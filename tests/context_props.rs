@@ -279,9 +279,10 @@ fn compact_once(
     archive: &[Outcome],
     summary: SummaryOutcome,
 ) -> compact::Compacted {
-    let plan = compact::plan(conv, options, state, &mut Counter::new()).unwrap();
+    let mut counter = Counter::new();
+    let plan = compact::plan(conv, options, state, &mut counter).unwrap();
     let archive = &archive[..archive.len().min(plan.saves().len())];
-    plan.finish(archive, summary, None)
+    plan.finish(archive, summary, None, &mut counter)
 }
 
 proptest! {
@@ -304,7 +305,8 @@ proptest! {
                 now: Some("t".into()),
                 ..CompactOptions::default()
             };
-            let plan = compact::plan(before.clone(), &options, SessionState::default(), &mut Counter::new()).unwrap();
+            let mut counter = Counter::new();
+            let plan = compact::plan(before.clone(), &options, SessionState::default(), &mut counter).unwrap();
             let request = plan.summary_request().cloned();
             let saves = plan.saves().to_vec();
             let (archive, summary) = match fail {
@@ -313,7 +315,7 @@ proptest! {
                 2 => (vec![Outcome::Saved; 2], SummaryOutcome::Text(String::new())),
                 _ => (vec![Outcome::Saved; 2], SummaryOutcome::Text("s".into())),
             };
-            let out = plan.finish(&archive, summary, None);
+            let out = plan.finish(&archive, summary, None, &mut counter);
             let after = &out.conversation;
             if out.report.outcome != CompactOutcome::Compacted {
                 prop_assert_eq!(after.to_value(), before.to_value(), "{} changed on {:?}", format, out.report.outcome);
@@ -376,13 +378,14 @@ proptest! {
                 ..RollingOptions::default()
             };
             let run = |state: RollingState| {
-                let plan = rolling::plan(before.clone(), &options, state, &mut Counter::new()).unwrap();
+                let mut counter = Counter::new();
+                let plan = rolling::plan(before.clone(), &options, state, &mut counter).unwrap();
                 let saves = plan.saves().len();
                 let summary = match fail {
                     0 => SummaryOutcome::Failed("down".into()),
                     _ => SummaryOutcome::Text("s".into()),
                 };
-                plan.finish(&vec![Outcome::Saved; saves], summary)
+                plan.finish(&vec![Outcome::Saved; saves], summary, &mut counter)
             };
             let out = run(RollingState::default());
             let after = &out.conversation;
@@ -470,9 +473,10 @@ proptest! {
             now: Some("t".into()),
             ..CompactOptions::default()
         };
-        let plan = compact::plan(before.clone(), &options, SessionState::default(), &mut Counter::new()).unwrap();
+        let mut counter = Counter::new();
+        let plan = compact::plan(before.clone(), &options, SessionState::default(), &mut counter).unwrap();
         let saves = plan.saves().to_vec();
-        let out = plan.finish(&[Outcome::Saved, Outcome::Saved], SummaryOutcome::Text("s".into()), None);
+        let out = plan.finish(&[Outcome::Saved, Outcome::Saved], SummaryOutcome::Text("s".into()), None, &mut counter);
         if out.report.outcome != CompactOutcome::Compacted {
             prop_assert_eq!(out.conversation.to_value(), input);
             return Ok(());

@@ -606,7 +606,15 @@ impl CompactPlanJs {
         enter();
         let plan = self.plan.take().ok_or_else(already_applied)?;
         let outcomes: Vec<Outcome> = archive.iter().map(|v| outcome_of(&v)).collect();
-        let done = plan.finish(&outcomes, summary_outcome(&summary), flush_outcome(&flush));
+        // NOTE: the counter the plan was made with, as every free export counts with it.
+        let done = crate::counting::with_default_counter(|counter| {
+            plan.finish(
+                &outcomes,
+                summary_outcome(&summary),
+                flush_outcome(&flush),
+                counter,
+            )
+        });
         let result = js_sys::Object::new();
         let messages = messages_out(&self.messages, done.conversation, &done.origin)?;
         set(&result, "messages", &messages)?;
@@ -765,7 +773,10 @@ impl RollingPlanJs {
         enter();
         let plan = self.plan.take().ok_or_else(already_applied)?;
         let outcomes: Vec<Outcome> = archive.iter().map(|v| outcome_of(&v)).collect();
-        let done = plan.finish(&outcomes, summary_outcome(&summary));
+        // NOTE: the counter the plan was made with, as every free export counts with it.
+        let done = crate::counting::with_default_counter(|counter| {
+            plan.finish(&outcomes, summary_outcome(&summary), counter)
+        });
         let result = js_sys::Object::new();
         let messages = messages_out(&self.messages, done.conversation, &done.origin)?;
         set(&result, "messages", &messages)?;

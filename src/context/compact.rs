@@ -861,7 +861,7 @@ pub fn plan(
         archived: 0,
         tail_of,
     };
-    plan.locate();
+    plan.locate(counter);
     Ok(plan)
 }
 
@@ -1076,7 +1076,7 @@ fn sum(counts: &[u64], from: usize, to: usize) -> u64 {
 
 impl CompactPlan {
     /// Finds the head, the span and the split, and prepares the saves and the requests.
-    fn locate(&mut self) {
+    fn locate(&mut self, counter: &mut Counter) {
         let messages = self.conversation.messages();
         let n = messages.len();
         let window = self.options.window();
@@ -1102,7 +1102,7 @@ impl CompactPlan {
                 (head, None)
             }
         };
-        let (mut split, split_part) = self.split(start);
+        let (mut split, split_part) = self.split(start, counter);
         let body_start = start + usize::from(previous.is_some());
         if (split, split_part) <= (body_start, 0) {
             self.reason = Some(if n == 0 {
@@ -1194,7 +1194,7 @@ impl CompactPlan {
     /// Where the recent messages start, at or after `start`: a message, and the part of it
     /// the cut falls before (0: before the whole message; else a `step-start` of an AI SDK
     /// `UIMessage` from the assistant, which holds every step of a reply).
-    fn split(&self, start: usize) -> (usize, usize) {
+    fn split(&self, start: usize, counter: &mut Counter) -> (usize, usize) {
         let messages = self.conversation.messages();
         let n = messages.len();
         let allowed = allowed_cuts(&self.conversation);
@@ -1222,10 +1222,9 @@ impl CompactPlan {
                     s = i;
                 }
                 // the message that did not fit may be cut at a step: its latest steps that do
-                let inside = s
-                    .checked_sub(1)
-                    .filter(|&i| i >= start)
-                    .and_then(|i| self.steps_within(i, &steps, budget.saturating_sub(kept)));
+                let inside = s.checked_sub(1).filter(|&i| i >= start).and_then(|i| {
+                    self.steps_within(i, &steps, budget.saturating_sub(kept), counter)
+                });
                 // keeping less is what a token budget means: the next cut after
                 inside.unwrap_or_else(|| (s..=n).find(|&c| ok(c)).map_or(last_cut, |c| (c, 0)))
             }
@@ -1275,6 +1274,7 @@ impl CompactPlan {
         i: usize,
         steps: &[(usize, usize)],
         room: u64,
+        counter: &mut Counter,
     ) -> Option<(usize, usize)> {
         let message = self.conversation.messages().get(i)?;
         let cuts: Vec<usize> = steps.iter().filter(|c| c.0 == i).map(|c| c.1).collect();
@@ -1284,7 +1284,7 @@ impl CompactPlan {
         let mut found = None;
         for &p in cuts.iter().rev() {
             let piece = message.with_parts_range(p, end)?;
-            kept += single_count(&piece, &self.conversation, &self.options, &measure);
+            kept += single_count(&piece, &self.conversation, &self.options, &measure, counter);
             if kept > room {
                 break;
             }
@@ -1427,6 +1427,7 @@ impl CompactPlan {
         archive: &[Outcome],
         summary: SummaryOutcome,
         flushed: Option<FlushOutcome>,
+        counter: &mut Counter,
     ) -> Compacted {
         let flush = match (self.flush.take(), flushed) {
             (Some(request), Some(outcome)) => {
@@ -1461,7 +1462,7 @@ impl CompactPlan {
         // rest that stays
         let replaced = match &tail {
             Some(rest) => sum(&self.per_message, work.head, work.split + 1).saturating_sub(
-                single_count(rest, &self.conversation, &self.options, &measure),
+                single_count(rest, &self.conversation, &self.options, &measure, counter),
             ),
             None => sum(&self.per_message, work.head, work.split),
         };
@@ -1556,7 +1557,8 @@ impl CompactPlan {
                 flush,
             );
         };
-        let marker_tokens = single_count(&probe, &self.conversation, &self.options, &measure);
+        let marker_tokens =
+            single_count(&probe, &self.conversation, &self.options, &measure, counter);
         marker.tokens_after = self.total.saturating_sub(replaced) + marker_tokens;
         let Some(marker_msg) = marker_message(&self.conversation, &marker, work.shape, &work.lead)
         else {
@@ -1702,12 +1704,14 @@ fn span_start(origin: &[Option<usize>], at: usize) -> usize {
     }
 }
 
-/// The tokens of one message as it would be counted in `conv` (framing included).
+/// The tokens of one message as it would be counted in `conv` (framing included), with the
+/// counter the compaction counts everything else with (its calibration and cache).
 fn single_count(
     message: &Message,
     conv: &Conversation,
     options: &CompactOptions,
     measure: &Measure,
+    counter: &mut Counter,
 ) -> u64 {
     let value = Value::Array(vec![message.to_value()]);
     let parse = MessagesOptions {
@@ -1715,7 +1719,6 @@ fn single_count(
         allow_pending_calls: true,
     };
     let counted = parse_messages_value(value, &parse).ok().and_then(|c| {
-        let mut counter = Counter::with_capacity(4);
         counter
             .count(&c, &options.count_options(conv.format()))
             .ok()

@@ -1234,7 +1234,7 @@ impl Prepare {
             .filter_map(|(i, _)| saves.made_len(i))
             .map(|n| n as u64)
             .sum();
-        let done = plan.finish(archive, summary, None);
+        let done = plan.finish(archive, summary, None, counter);
         let applied = matches!(
             done.report.outcome,
             compact::CompactOutcome::Compacted | compact::CompactOutcome::Reapplied

@@ -1354,9 +1354,14 @@ impl RollingPlan {
 
     /// Applies the fold: checks the summary and writes it, or keeps the iterations raw with
     /// the reason. `archive` holds one outcome per save.
-    pub fn finish(mut self, archive: &[Outcome], summary: SummaryOutcome) -> Rolled {
+    pub fn finish(
+        mut self,
+        archive: &[Outcome],
+        summary: SummaryOutcome,
+        counter: &mut Counter,
+    ) -> Rolled {
         let Some(fold) = self.fold.take() else {
-            return self.output(None, None);
+            return self.output(None, None, counter);
         };
         let failures = self.saves().failures(archive);
         self.archive = None;
@@ -1365,7 +1370,7 @@ impl RollingPlan {
                 "the archive could not be stored ({}); the iterations stay raw",
                 failures.first().map_or("", |f| f.reason.as_str())
             );
-            let mut out = self.failed(Phase::Archive, reason);
+            let mut out = self.failed(Phase::Archive, reason, counter);
             out.report.failures = failures;
             return out;
         }
@@ -1386,14 +1391,20 @@ impl RollingPlan {
                     true,
                 )
             }
-            SummaryOutcome::Failed(reason) => return self.failed(Phase::Summarize, reason),
+            SummaryOutcome::Failed(reason) => {
+                return self.failed(Phase::Summarize, reason, counter)
+            }
             SummaryOutcome::NotCalled => {
-                return self.failed(Phase::Summarize, "the summarizer was not called".to_owned())
+                return self.failed(
+                    Phase::Summarize,
+                    "the summarizer was not called".to_owned(),
+                    counter,
+                )
             }
         };
         let text = text.trim().to_owned();
         if let Err(reason) = check_summary(&text, fold.replaced, &self.measure) {
-            return self.failed(Phase::Check, reason);
+            return self.failed(Phase::Check, reason, counter);
         }
         let (text, trimmed) = trim_summary(&text, cap, &self.measure);
         // pin what the summary lost and the work still names, within the bound
@@ -1458,7 +1469,7 @@ impl RollingPlan {
             ..marker
         });
         self.state_changed = true;
-        let mut out = self.output(Some(fold.to), None);
+        let mut out = self.output(Some(fold.to), None, counter);
         out.report.outcome = RollingOutcome::Folded;
         out.report.span = Some(IterationSpan {
             from: fold.from,
@@ -1471,10 +1482,10 @@ impl RollingPlan {
     }
 
     /// A failure: the iterations stay raw, the state records it (the next interval retries).
-    fn failed(mut self, phase: Phase, reason: String) -> Rolled {
+    fn failed(mut self, phase: Phase, reason: String, counter: &mut Counter) -> Rolled {
         self.state.fail(self.total, phase, &reason);
         self.state_changed = true;
-        let mut out = self.output(None, Some(reason));
+        let mut out = self.output(None, Some(reason), counter);
         out.report.outcome = RollingOutcome::Failed;
         out.report.phase = Some(phase);
         out
@@ -1482,7 +1493,12 @@ impl RollingPlan {
 
     /// The output with the summary standing for the first `folded` iterations (the state's),
     /// the rest raw.
-    fn output(mut self, new_fold: Option<u64>, reason: Option<String>) -> Rolled {
+    fn output(
+        mut self,
+        new_fold: Option<u64>,
+        reason: Option<String>,
+        counter: &mut Counter,
+    ) -> Rolled {
         let folded = new_fold.unwrap_or(self.state.folded.max(self.offset));
         let from = self.local(folded);
         let raw = joined(
@@ -1556,7 +1572,7 @@ impl RollingPlan {
                         .chain(std::iter::once(probe))
                         .chain(raw.iter().map(|p| p.message.clone()))
                         .collect();
-                    if let Ok(count) = self.count(&probe_conv) {
+                    if let Ok(count) = self.count(&probe_conv, counter) {
                         marker.tokens_after = count.total;
                     }
                 }
@@ -1585,7 +1601,7 @@ impl RollingPlan {
             marker_at,
             raw_from,
         };
-        let report = self.report(&conversation, &layout, folded, reason);
+        let report = self.report(&conversation, &layout, folded, reason, counter);
         if let (Some(marker), Some(state)) = (&marker_out, self.state.marker.as_mut()) {
             if new_fold.is_some() {
                 state.tokens_after = marker.tokens_after;
@@ -1601,13 +1617,19 @@ impl RollingPlan {
         }
     }
 
-    fn count(&self, conv: &Conversation) -> Result<MessagesCount, CountMessagesError> {
+    /// Counts with the counter the plan was made with (its cache and calibrations), never a
+    /// process-wide one: a marker's bytes depend only on what the caller hands in.
+    fn count(
+        &self,
+        conv: &Conversation,
+        counter: &mut Counter,
+    ) -> Result<MessagesCount, CountMessagesError> {
         let options = CountMessagesOptions {
             model: self.options.model.clone(),
             format: Some(self.format),
             ..CountMessagesOptions::default()
         };
-        crate::counting::with_default_counter(|counter| counter.count(conv, &options))
+        counter.count(conv, &options)
     }
 
     fn report(
@@ -1616,8 +1638,9 @@ impl RollingPlan {
         layout: &Layout,
         folded: u64,
         reason: Option<String>,
+        counter: &mut Counter,
     ) -> RollingReport {
-        let counted = self.count(conv).ok();
+        let counted = self.count(conv, counter).ok();
         let per = |i: usize| {
             counted
                 .as_ref()

@@ -56,6 +56,7 @@ impl Summarized for CompactPlan {
             &[Outcome::Saved, Outcome::Saved],
             SummaryOutcome::Text(text.into()),
             None,
+            &mut Counter::new(),
         )
     }
 }
@@ -230,7 +231,12 @@ fn every_failure_leaves_the_messages_as_they_were() {
         ),
     ];
     for (archive, summary, phase) in cases {
-        let out = planned(&input, SessionState::default()).finish(&archive, summary, None);
+        let out = planned(&input, SessionState::default()).finish(
+            &archive,
+            summary,
+            None,
+            &mut Counter::new(),
+        );
         assert_eq!(out.report.outcome, CompactOutcome::Failed);
         assert_eq!(out.report.phase, Some(phase));
         assert!(out.report.reason.is_some());
@@ -326,7 +332,7 @@ fn the_full_history_gets_the_stored_compaction_back_without_a_summary() {
     let state = first.state.clone().unwrap();
     let p = planned(&input, state.clone());
     assert!(!p.has_work(), "nothing beyond the recent turns");
-    let again = p.finish(&[], SummaryOutcome::NotCalled, None);
+    let again = p.finish(&[], SummaryOutcome::NotCalled, None, &mut Counter::new());
     assert_eq!(again.report.outcome, CompactOutcome::Reapplied);
     assert_eq!(again.report.reapplied, Some(1));
     assert_eq!(
@@ -365,7 +371,8 @@ fn stacked_compactions_reapply_to_the_full_history() {
     let state = two.state.clone().unwrap();
     assert!(state.compactions[1].chain.is_some());
     // the full history again: compaction 2 is re-applied, byte for byte
-    let again = planned(&part2, state).finish(&[], SummaryOutcome::NotCalled, None);
+    let again =
+        planned(&part2, state).finish(&[], SummaryOutcome::NotCalled, None, &mut Counter::new());
     assert_eq!(again.report.reapplied, Some(2));
     assert_eq!(
         again.conversation.to_json_string(),
@@ -546,6 +553,7 @@ fn without_a_summarizer_the_heuristic_summary_is_used_and_said() {
         &[Outcome::Saved, Outcome::Saved],
         SummaryOutcome::Heuristic,
         None,
+        &mut Counter::new(),
     );
     assert_eq!(out.report.outcome, CompactOutcome::Compacted);
     assert!(out.report.heuristic);
@@ -572,6 +580,7 @@ fn the_flush_runs_once_per_cycle_before_the_summary() {
         &[Outcome::Saved, Outcome::Saved],
         SummaryOutcome::Failed("down".into()),
         Some(FlushOutcome::Replied(Some("SILENT".into()))),
+        &mut Counter::new(),
     );
     assert!(out.report.flush.as_ref().unwrap().silent);
     let state = out.state.unwrap();
@@ -590,7 +599,7 @@ fn nothing_to_compact_is_said_not_failed() {
     let input = run(2);
     let p = planned(&input, SessionState::default());
     assert!(!p.has_work());
-    let out = p.finish(&[], SummaryOutcome::NotCalled, None);
+    let out = p.finish(&[], SummaryOutcome::NotCalled, None, &mut Counter::new());
     assert_eq!(out.report.outcome, CompactOutcome::Unchanged);
     assert!(out.report.reason.unwrap().contains("nothing to compact"));
     assert!(plan(
@@ -813,7 +822,7 @@ fn a_ui_message_is_cut_at_a_step_and_the_rest_stays_byte_identical() {
     )
     .unwrap();
     assert!(!again.has_work());
-    let again = again.finish(&[], SummaryOutcome::NotCalled, None);
+    let again = again.finish(&[], SummaryOutcome::NotCalled, None, &mut Counter::new());
     assert_eq!(again.report.outcome, CompactOutcome::Reapplied);
     let mut kept = messages.clone();
     let tail = kept[2]["parts"].as_array_mut().unwrap();
@@ -871,7 +880,7 @@ fn stacked_step_cuts_in_one_ui_message_reapply_and_archive_the_pieces_in_order()
         &mut Counter::new(),
     )
     .unwrap()
-    .finish(&[], SummaryOutcome::NotCalled, None);
+    .finish(&[], SummaryOutcome::NotCalled, None, &mut Counter::new());
     assert_eq!(again.report.outcome, CompactOutcome::Reapplied);
     assert_eq!(again.report.reapplied, Some(2));
     assert_eq!(again.conversation.to_value().to_string(), out.to_string());
@@ -904,6 +913,7 @@ fn a_token_budget_cuts_a_ui_message_at_a_step_within_it() {
         &out.conversation,
         &o,
         &Measure::for_model(Some("gpt-4o")),
+        &mut Counter::new(),
     );
     assert!(tokens <= 2_000, "{tokens}");
     assert!(

@@ -123,7 +123,7 @@ fn call(
         None => SummaryOutcome::NotCalled,
     };
     let saved = vec![Outcome::Saved; p.saves().len()];
-    let out = p.finish(&saved, outcome);
+    let out = p.finish(&saved, outcome, &mut Counter::new());
     if let Some(s) = &out.state {
         *state = s.clone();
     }
@@ -345,6 +345,7 @@ fn an_archive_that_fails_keeps_the_iterations_raw() {
     let out = p.finish(
         &[Outcome::Failed("quota".into()), Outcome::Saved],
         SummaryOutcome::NotCalled,
+        &mut Counter::new(),
     );
     assert_eq!(out.report.outcome, RollingOutcome::Failed);
     assert_eq!(out.report.phase, Some(Phase::Archive));
@@ -370,6 +371,7 @@ fn the_archive_holds_the_folded_iterations_and_chains_to_the_previous_one() {
     let out = p.finish(
         &[Outcome::Saved, Outcome::Saved],
         SummaryOutcome::Text(SUMMARY.into()),
+        &mut Counter::new(),
     );
     state = out.state.unwrap();
     let p = planned(&agent(Kind::OpenAi, 20), &options(), &state);
@@ -389,7 +391,11 @@ fn the_archive_holds_the_folded_iterations_and_chains_to_the_previous_one() {
 fn without_a_summarizer_the_heuristic_summary_is_used_and_marked() {
     let input = agent(Kind::Anthropic, 10);
     let p = planned(&input, &options(), &RollingState::default());
-    let out = p.finish(&[Outcome::Saved, Outcome::Saved], SummaryOutcome::Heuristic);
+    let out = p.finish(
+        &[Outcome::Saved, Outcome::Saved],
+        SummaryOutcome::Heuristic,
+        &mut Counter::new(),
+    );
     assert_eq!(out.report.outcome, RollingOutcome::Folded);
     assert!(out.report.heuristic);
     let marker = out.marker.unwrap();
@@ -572,7 +578,7 @@ fn host_instructions_come_first_and_a_total_budget_is_shared() {
         &mut Counter::new(),
     )
     .unwrap();
-    let out = p.finish(&[], SummaryOutcome::NotCalled);
+    let out = p.finish(&[], SummaryOutcome::NotCalled, &mut Counter::new());
     assert_eq!(
         out.conversation.to_value()["system"],
         json!("Always run the tests.")
@@ -703,4 +709,46 @@ fn fair_shares_leave_short_parts_whole() {
     assert_eq!(fair_shares(&[300, 300], 400), [200, 200]);
     assert_eq!(fair_shares(&[], 400), Vec::<u64>::new());
     assert_eq!(fair_shares(&[10, 20], 1_000), [10, 20]);
+}
+
+#[test]
+fn a_fold_counts_with_the_counter_it_is_handed_never_a_process_wide_one() {
+    // A model counted by proxy, whose counts a calibration scales.
+    let opts = RollingOptions {
+        model: Some("claude-sonnet-4-5".into()),
+        budget: Some(Budget::Total(4_000)),
+        ..options()
+    };
+    let v = agent(Kind::Anthropic, 30);
+    let fold = |counter: &mut Counter| {
+        let p = plan(read(&v), &opts, RollingState::default(), counter).unwrap();
+        let saved = vec![Outcome::Saved; p.saves().len()];
+        let out = p.finish(&saved, SummaryOutcome::Text(SUMMARY.into()), counter);
+        assert_eq!(out.report.outcome, RollingOutcome::Folded);
+        let marker = out.marker.as_ref().map(|m| m.tokens_after);
+        (marker, out.report.tokens_after, out.conversation.to_value())
+    };
+    let plain = fold(&mut Counter::new());
+    // the process-wide counter calibrated wildly: nothing the fold writes moves
+    crate::counting::with_default_counter(|c| {
+        c.calibrate(
+            "claude-sonnet-4-5",
+            &crate::counting::ModelOverrides::default(),
+            1_000,
+            1_900,
+        )
+    });
+    assert_eq!(fold(&mut Counter::new()), plain);
+    crate::counting::with_default_counter(Counter::clear_calibrations);
+    // the counter handed in is the one that counts: calibrated, the fold is made and reported
+    // by its figures
+    let mut calibrated = Counter::new();
+    calibrated.calibrate(
+        "claude-sonnet-4-5",
+        &crate::counting::ModelOverrides::default(),
+        1_000,
+        1_900,
+    );
+    let scaled = fold(&mut calibrated);
+    assert_ne!(scaled, plain);
 }
