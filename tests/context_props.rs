@@ -126,6 +126,20 @@ fn read(format: Format, value: &Value) -> Conversation {
     parse_messages(value, &options).unwrap()
 }
 
+/// Whether `after` has no validation problem that `before` did not have (by kind, counted).
+fn no_new_problems(after: &Conversation, before: &Conversation) -> bool {
+    let mut had = problems(before);
+    problems(after)
+        .into_iter()
+        .all(|p| match had.iter().position(|h| *h == p) {
+            Some(i) => {
+                had.swap_remove(i);
+                true
+            }
+            None => false,
+        })
+}
+
 fn problems(conv: &Conversation) -> Vec<String> {
     let options = MessagesOptions {
         format: Some(conv.format()),
@@ -317,13 +331,18 @@ proptest! {
             };
             let out = plan.finish(&archive, summary, None, &mut counter);
             let after = &out.conversation;
+            // every case accounted for: nothing to fold, a failure injected, or a compaction
+            match (request.is_some(), fail, out.report.outcome) {
+                (false, _, outcome) => prop_assert_eq!(outcome, CompactOutcome::Unchanged, "{}", format),
+                (true, 3, outcome) => prop_assert_eq!(outcome, CompactOutcome::Compacted, "{}", format),
+                (true, _, outcome) => prop_assert_eq!(outcome, CompactOutcome::Failed, "{}", format),
+            }
             if out.report.outcome != CompactOutcome::Compacted {
                 prop_assert_eq!(after.to_value(), before.to_value(), "{} changed on {:?}", format, out.report.outcome);
                 prop_assert!(out.state.is_none());
                 continue;
             }
-            prop_assert_eq!(fail, 3);
-            prop_assert!(problems(after).len() <= problems(&before).len(), "{} pairing: {:?}", format, problems(after));
+            prop_assert!(no_new_problems(after, &before), "{} pairing: {:?}", format, problems(after));
             // untouched messages are the input's, by index, in order
             let mut last = None;
             for (i, origin) in out.origin.iter().enumerate() {
@@ -381,21 +400,28 @@ proptest! {
                 let mut counter = Counter::new();
                 let plan = rolling::plan(before.clone(), &options, state, &mut counter).unwrap();
                 let saves = plan.saves().len();
+                let asked = plan.summary_request().is_some();
                 let summary = match fail {
                     0 => SummaryOutcome::Failed("down".into()),
                     _ => SummaryOutcome::Text("s".into()),
                 };
-                plan.finish(&vec![Outcome::Saved; saves], summary, &mut counter)
+                (plan.finish(&vec![Outcome::Saved; saves], summary, &mut counter), asked)
             };
-            let out = run(RollingState::default());
+            let (out, asked) = run(RollingState::default());
             let after = &out.conversation;
             // deterministic
-            prop_assert_eq!(run(RollingState::default()).conversation.to_json_string(), after.to_json_string());
+            prop_assert_eq!(run(RollingState::default()).0.conversation.to_json_string(), after.to_json_string());
+            // every case accounted for: no fold due, a failure injected, or a fold
+            match (asked, fail, out.report.outcome) {
+                (false, _, outcome) => prop_assert_eq!(outcome, RollingOutcome::Unchanged, "{}", format),
+                (true, 0, outcome) => prop_assert_eq!(outcome, RollingOutcome::Failed, "{}", format),
+                (true, _, outcome) => prop_assert_eq!(outcome, RollingOutcome::Folded, "{}", format),
+            }
             if out.report.outcome != RollingOutcome::Folded {
                 prop_assert_eq!(after.to_value(), before.to_value(), "{} changed on {:?}", format, out.report.outcome);
                 continue;
             }
-            prop_assert!(problems(after).len() <= problems(&before).len(), "{} pairing: {:?}", format, problems(after));
+            prop_assert!(no_new_problems(after, &before), "{} pairing: {:?}", format, problems(after));
             // the recent iterations: the input's last messages, byte for byte, after the marker
             let marker_at = after.messages().iter().rposition(|m| marker_of(m).is_some()).unwrap();
             let tail = &after.messages()[marker_at + 1..];
@@ -412,7 +438,7 @@ proptest! {
             }
             prop_assert!(out.report.raw_iterations >= 1);
             // the full history again, with the stored state: the same output, no new fold
-            let again = run(out.state.clone().unwrap());
+            let (again, _) = run(out.state.clone().unwrap());
             prop_assert_eq!(again.report.outcome, RollingOutcome::Unchanged);
             prop_assert_eq!(again.conversation.to_json_string(), after.to_json_string());
         }
@@ -482,7 +508,7 @@ proptest! {
             return Ok(());
         }
         let after = out.conversation.to_value();
-        prop_assert!(problems(&out.conversation).len() <= problems(&before).len(), "{:?}", problems(&out.conversation));
+        prop_assert!(no_new_problems(&out.conversation, &before), "{:?}", problems(&out.conversation));
         let span = out.report.span.unwrap();
         let record = compact::read_archive(&saves[0].bytes).unwrap();
         let mut archived: Vec<Value> = input.as_array().unwrap()[span.from..span.to].to_vec();

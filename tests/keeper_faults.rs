@@ -1205,7 +1205,49 @@ fn the_keeper_survives_every_fault_schedule() {
     if let Err(e) = result {
         panic!("{e}");
     }
+    // NOTE: a campaign that passes without reaching what it is for proves nothing: at the sizes
+    // CI runs (300 sessions and up) every decision, outcome, failure and format must have come
+    // up at least once (300 sessions saw each at least 9 times).
+    if cases >= 300 {
+        let seen = seen.borrow();
+        let missing: Vec<&str> = COVERAGE
+            .iter()
+            .copied()
+            .filter(|what| !seen.contains_key(*what))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "the campaign never reached: {missing:?}"
+        );
+    }
 }
+
+/// What every campaign of 300 sessions or more must reach (keys of [`tally`]).
+const COVERAGE: [&str; 23] = [
+    "dialect OpenAi",
+    "dialect Anthropic",
+    "dialect ModelMessage",
+    "dialect UiMessage",
+    "decision Under",
+    "decision Held",
+    "decision Pruned",
+    "decision Cleared",
+    "decision Offloaded",
+    "decision Compacted",
+    "decision CompactionFailed",
+    "compaction Compacted",
+    "compaction Failed",
+    "compaction Unchanged",
+    "first request summarized",
+    "fits true",
+    "fits false",
+    "flush failed false",
+    "flush failed true",
+    "offload failures",
+    "offloaded",
+    "pruned",
+    "evicted",
+];
 
 #[path = "../fuzz/fuzz_targets/prepare_input.rs"]
 mod prepare_input;
