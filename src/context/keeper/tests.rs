@@ -107,6 +107,9 @@ fn prepare(
             }
             Need::Compact { saves, request } => {
                 driven.summaries += usize::from(request.is_some());
+                driven
+                    .stored
+                    .extend(saves.iter().map(|s| (s.key.clone(), s.bytes.clone())));
                 let outcomes = vec![Outcome::Saved; saves.len()];
                 let s = match (request, summary.strip_prefix('!')) {
                     (None, _) => SummaryOutcome::NotCalled,
@@ -716,5 +719,104 @@ fn output_hashes_are_written_as_the_formatter_writes_them() {
         let mut out = String::new();
         push_hex8(&mut out, value);
         assert_eq!(out, format!("{value:08x}"));
+    }
+}
+
+/// Golden files: what the keeper writes (the conversation with its pointers, trims, clears and
+/// markers; the report; every record it stores: offload copies, archives, transcripts), byte
+/// for byte, in `tests/golden/`, so that a change to any of it shows as a diff in review.
+/// `UPDATE_GOLDEN=1 cargo test --lib golden` rewrites them.
+mod golden {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn check(name: &str, list: &[Value], options: &KeeperOptions, summary: &str) {
+        let (out, driven) = prepare(list, options, &SessionState::default(), false, summary);
+        let stored: Vec<Value> = driven
+            .stored
+            .iter()
+            .map(|(key, bytes)| {
+                let text = String::from_utf8_lossy(bytes);
+                // a JSON record as JSON, so the file reads as what it holds
+                let body = serde_json::from_str::<Value>(&text)
+                    .unwrap_or(Value::String(text.into_owned()));
+                json!({ "key": key, "value": body })
+            })
+            .collect();
+        let state = out
+            .state
+            .as_ref()
+            .map(|s| serde_json::from_slice::<Value>(&s.to_bytes()).unwrap_or(Value::Null));
+        let doc = json!({
+            "input": { "messages": list.len(), "window": options.context_window },
+            "output": out.conversation.to_value(),
+            "report": serde_json::to_value(&out.report).unwrap(),
+            "stored": stored,
+            "state": state,
+        });
+        let text = serde_json::to_string_pretty(&doc).unwrap() + "\n";
+        let path: PathBuf = [
+            env!("CARGO_MANIFEST_DIR"),
+            "tests",
+            "golden",
+            &format!("{name}.json"),
+        ]
+        .iter()
+        .collect();
+        if std::env::var_os("UPDATE_GOLDEN").is_some() {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, &text).unwrap();
+            return;
+        }
+        let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (UPDATE_GOLDEN=1 cargo test --lib golden writes it)",
+                path.display()
+            )
+        });
+        if expected != text {
+            let line = expected
+                .lines()
+                .zip(text.lines())
+                .position(|(a, b)| a != b)
+                .unwrap_or_else(|| expected.lines().count().min(text.lines().count()));
+            panic!(
+                "{} differs from what the keeper writes now, first at line {}:\n  golden: {}\n  now:    {}\n(review the change; UPDATE_GOLDEN=1 cargo test --lib golden rewrites it)",
+                path.display(),
+                line + 1,
+                expected.lines().nth(line).unwrap_or("<end>"),
+                text.lines().nth(line).unwrap_or("<end>"),
+            );
+        }
+    }
+
+    #[test]
+    fn golden_prune_decision() {
+        // old results trimmed and cleared behind pointers to their stored copies
+        check("keeper-prune", &run(16, 80), &options(24_000), "unused");
+    }
+
+    #[test]
+    fn golden_compaction() {
+        // too long for cuts alone: the summary's marker, the archive and its transcript
+        check(
+            "keeper-compaction",
+            &run(80, 1),
+            &options(4_000),
+            "Intent: fix the failing CSV export test. Progress: read src/export/csv.rs turn by turn. Next: run `cargo test --locked`.",
+        );
+    }
+
+    #[test]
+    fn golden_offload_of_the_newest_result() {
+        // the newest result alone cannot fit: offloaded with its pointer, size and preview
+        let mut list = run(3, 5);
+        let huge: String = (0..1_500)
+            .map(|l| format!("{l} ERROR worker-{} timed out after 30s\n", l % 7))
+            .collect();
+        list.push(json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_log", "type": "function", "function": {"name": "bash", "arguments": "{\"command\":\"cat /var/log/app.log\"}"}}]}));
+        list.push(json!({"role": "tool", "tool_call_id": "call_log", "content": huge}));
+        check("keeper-offload", &list, &options(16_000), "unused");
     }
 }
