@@ -42,7 +42,7 @@ use tsify::Tsify;
 
 use super::facts::{self, Fact};
 use super::flush::{self, FlushOptions, FlushOutcome, FlushReport, FlushRequest};
-use super::state::{chain, Chain, Overlay, SessionState};
+use super::state::{chain, Chain, MarkerShape, Overlay, SessionState};
 use super::text::ByteCount;
 use super::{heuristic, transcript, Measure, Outcome, Save, Turns, NAMESPACE};
 use crate::counting::{CountMessagesError, CountMessagesOptions, Counter};
@@ -696,23 +696,6 @@ pub enum CompactError {
 /// the assistant; see [`MarkerShape`].)
 pub fn marker_of(message: &Message) -> Option<CompactionMarker> {
     message.parts().last()?.compaction_marker()
-}
-
-/// How the marker message is written, so that the roles around it are in an order the
-/// conversation's provider accepts. Only Anthropic requires alternating roles (the validator's
-/// `roleOrder`); elsewhere the marker is always a user message of its own.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum MarkerShape {
-    #[default]
-    /// A user message of its own.
-    User,
-    /// An assistant message of its own: between two user messages.
-    Assistant,
-    /// The message before it is a user message (the first request) and the recent turns start
-    /// with the assistant: one user message holding that message's blocks, verbatim, then the
-    /// marker's block.
-    AfterBlocks,
 }
 
 pub(crate) fn marker_shape(

@@ -27,11 +27,9 @@ use serde_json::Value;
 use xxhash_rust::xxh3::xxh3_64;
 
 use super::evict::{self, EvictOptions};
-use super::offload::{
-    self, offload_id, offload_key, pointer_id, sha256_hex, OffloadOptions, Offloaded,
-};
+use super::offload::{self, offload_id, offload_key, pointer_id, OffloadOptions, Offloaded};
 use super::prune::{self, stored_id, Kept, PruneOptions, CLEARED_PREFIX};
-use super::recovery::RecordHeader;
+use super::recovery::{sha256_hex, RecordHeader};
 use super::result;
 use super::text::{line_count, utf16_len};
 use super::usage::{self, UsageIndex};

@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 #[cfg(target_arch = "wasm32")]
 use tsify::Tsify;
 
-use super::recovery::{RecordHeader, GREP_TOOL, LIST_TOOL, READ_TOOL};
+use super::recovery::{hex, sha256_hex, RecordHeader, GREP_TOOL, LIST_TOOL, READ_TOOL};
 use super::result::{self, ResultText};
 use super::text::{cap_line, group, line_count};
 use super::{
@@ -31,8 +31,7 @@ pub const DEFAULT_LIMIT_TOKENS: u64 = 20_000;
 pub const DEFAULT_PREVIEW_LINES: usize = 10;
 /// Lines of the tail of a preview.
 pub const DEFAULT_PREVIEW_TAIL_LINES: usize = 3;
-/// A preview's (and a read's) lines are cut to this many characters (UTF-16 code units).
-pub const DEFAULT_LINE_CHARS: usize = 300;
+pub use super::recovery::DEFAULT_LINE_CHARS;
 /// Tools whose results are never offloaded: small bookkeeping tools, and the recovery tools
 /// themselves, so a read-back is never offloaded again.
 pub const DEFAULT_EXCLUDE: [&str; 5] = [
@@ -162,10 +161,6 @@ pub fn offload_id(call_id: Option<&str>, text_sha256: &str) -> String {
     format!("{stem}-{hex}")
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// The store key prefix under which a session's offloaded results are.
 pub fn offload_prefix(session_id: &str) -> Vec<String> {
     [NAMESPACE, session_id, KIND].map(str::to_owned).to_vec()
@@ -262,7 +257,7 @@ fn decide(
     if tokens <= limit {
         return None;
     }
-    let sha256 = hex(&Sha256::digest(text.text.as_bytes()));
+    let sha256 = sha256_hex(&text.text);
     let id = offload_id(call_id, &sha256);
     let key = offload_key(&options.session_id, &id);
     let offloaded = Offloaded {
@@ -291,11 +286,6 @@ fn decide(
     let replacement = pointer_text(&offloaded, &text.text, options);
     let after = measure.tokens(&replacement);
     Some((offloaded, save, replacement, after))
-}
-
-/// The SHA-256 of `text`, as 64 lower-case hex digits.
-pub fn sha256_hex(text: &str) -> String {
-    hex(&Sha256::digest(text.as_bytes()))
 }
 
 /// What to offload in a conversation: its saves, and the edits that wait for them.

@@ -17,7 +17,8 @@ use serde_json::{json, Value};
 #[cfg(target_arch = "wasm32")]
 use tsify::Tsify;
 
-use super::offload::sha256_hex;
+use sha2::{Digest, Sha256};
+
 use super::text::{cap_line, group, line_count};
 
 /// The tool that reads offloaded content by lines.
@@ -28,6 +29,20 @@ pub const LIST_TOOL: &str = "list_offloaded";
 pub const GREP_TOOL: &str = "grep_offloaded";
 /// The three, in the order they are defined.
 pub const RECOVERY_TOOLS: [&str; 3] = [READ_TOOL, LIST_TOOL, GREP_TOOL];
+
+/// A preview's, a read's and a match's lines are cut to this many characters (UTF-16 code
+/// units).
+pub const DEFAULT_LINE_CHARS: usize = 300;
+
+/// The SHA-256 of `text`, as 64 lower-case hex digits: the checksum a record's header holds.
+pub fn sha256_hex(text: &str) -> String {
+    hex(&Sha256::digest(text.as_bytes()))
+}
+
+/// Bytes as lower-case hex digits.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
 
 /// Lines a read returns when it names no limit.
 pub const DEFAULT_READ_LINES: usize = 200;
@@ -262,7 +277,7 @@ impl Default for GrepOptions {
         GrepOptions {
             ignore_case: false,
             max_matches: DEFAULT_MAX_MATCHES,
-            line_chars: super::offload::DEFAULT_LINE_CHARS,
+            line_chars: DEFAULT_LINE_CHARS,
         }
     }
 }

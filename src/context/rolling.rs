@@ -44,12 +44,12 @@ use tsify::Tsify;
 
 use super::compact::{
     allowed_cuts, archive_key, blocks_of, check_summary, has_results, latest_marker,
-    marker_message, marker_shape, ArchiveSaves, ArchiveSpan, MarkerInfo, MarkerShape,
-    MessageValues, Phase, SaveFailure, SummaryOutcome, SummaryRequest, DEFAULT_MAX_PINNED,
-    DEFAULT_PROMPT, DEFAULT_TRANSCRIPT_TOKENS,
+    marker_message, marker_shape, ArchiveSaves, ArchiveSpan, MarkerInfo, MessageValues, Phase,
+    SaveFailure, SummaryOutcome, SummaryRequest, DEFAULT_MAX_PINNED, DEFAULT_PROMPT,
+    DEFAULT_TRANSCRIPT_TOKENS,
 };
 use super::facts::{self, Fact};
-use super::state::{chain, Chain};
+use super::state::{chain, Chain, MarkerShape};
 use super::text::{utf16_len, utf16_prefix, utf16_suffix};
 use super::{heuristic, transcript, Measure, Outcome, Turns, NAMESPACE};
 use crate::counting::{CountMessagesError, CountMessagesOptions, Counter, MessagesCount};

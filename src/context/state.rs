@@ -30,6 +30,24 @@ pub fn state_key(session_id: &str) -> Vec<String> {
     ]
 }
 
+/// How the marker message is written, so that the roles around it are in an order the
+/// conversation's provider accepts. Only Anthropic requires alternating roles (the validator's
+/// `roleOrder`); elsewhere the marker is always a user message of its own.
+// NOTE: here, with the overlay that records it, so that the state depends on no tier.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum MarkerShape {
+    #[default]
+    /// A user message of its own.
+    User,
+    /// An assistant message of its own: between two user messages.
+    Assistant,
+    /// The message before it is a user message (the first request) and the recent turns start
+    /// with the assistant: one user message holding that message's blocks, verbatim, then the
+    /// marker's block.
+    AfterBlocks,
+}
+
 /// One compaction, as the state records it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -39,7 +57,7 @@ pub struct Overlay {
     /// The summary text.
     pub summary: String,
     /// How the marker message is written.
-    pub shape: super::compact::MarkerShape,
+    pub shape: MarkerShape,
     /// The span of the full history the marker stands for: messages `head..end` (the head
     /// is `marker.head`), and the first `end_part` parts of message `end` when the cut fell
     /// inside it (an AI SDK `UIMessage` cut at a `step-start`).

@@ -123,18 +123,7 @@ impl CountCache {
     }
 }
 
-/// What identifies a message's count apart from the rules: a hash of its format, role and
-/// JSON, and the number of bytes hashed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct MessageKey(u64, u64);
-
-impl MessageKey {
-    /// The message's hash (XXH3-64 of its specified bytes, see the module): equal for two
-    /// messages that read the same, so a caller may compare outputs by it.
-    pub fn digest(self) -> u64 {
-        self.0
-    }
-}
+pub use crate::messages::MessageKey;
 
 /// Makes the cache keys of one count: each message is written into one reused buffer that is
 /// hashed in a single pass ([`MessageKey`]), then combined with the hash of the rules.
@@ -174,13 +163,14 @@ impl Keyer {
             buf.push(part.kind() as u8);
             write_value(buf, part.raw());
         }
-        let key = MessageKey(xxh3_64(buf), buf.len() as u64);
+        let key = MessageKey::new(xxh3_64(buf), buf.len() as u64);
         message.key.set(key);
         key
     }
 
     /// The cache key of a message counted under these rules.
-    pub fn key(&self, MessageKey(hash, len): MessageKey) -> Key {
+    pub fn key(&self, message: MessageKey) -> Key {
+        let (hash, len) = (message.digest(), message.hashed_len());
         // NOTE: a u128's 16 little-endian bytes are the rules' 8 then the message's 8.
         let bytes = (u128::from(self.rules) | (u128::from(hash) << 64)).to_le_bytes();
         Key(xxh3_64(&bytes), len)
@@ -347,13 +337,13 @@ mod tests {
         bytes.extend_from_slice(b"s\x04\0\0\0\0\0\0\0user");
         bytes.extend_from_slice(b"s\x07\0\0\0\0\0\0\0contentn");
         bytes.extend_from_slice(b"\0s\x02\0\0\0\0\0\0\0hi");
-        assert_eq!(key, MessageKey(xxh3_64(&bytes), bytes.len() as u64));
+        assert_eq!(key, MessageKey::new(xxh3_64(&bytes), bytes.len() as u64));
         let mut both = keyer.rules.to_le_bytes().to_vec();
-        both.extend_from_slice(&key.0.to_le_bytes());
-        assert_eq!(keyer.key(key), Key(xxh3_64(&both), key.1));
+        both.extend_from_slice(&key.digest().to_le_bytes());
+        assert_eq!(keyer.key(key), Key(xxh3_64(&both), key.hashed_len()));
         // The values themselves, for one message under GPT-4o's rules.
         assert_eq!(keyer.rules, 0x4eb0_85ab_2a63_5ca1);
-        assert_eq!(key, MessageKey(0x84c4_1e10_66a8_be6f, 76));
+        assert_eq!(key, MessageKey::new(0x84c4_1e10_66a8_be6f, 76));
         assert_eq!(keyer.key(key), Key(7_379_705_793_925_438_161, 76));
     }
 }

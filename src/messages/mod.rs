@@ -51,7 +51,8 @@ pub use detect::{detect_format, FormatVotes};
 pub(crate) use error::type_name;
 pub use error::{ParseError, ParseErrorKind};
 pub use model::{
-    Conversation, EditError, Format, Message, Part, PartKind, ResultShape, Role, Segment, ToolInput,
+    Conversation, EditError, Format, Message, MessageKey, Part, PartKind, ResultShape, Role,
+    Segment, ToolInput,
 };
 pub use pairing::{
     pair_tools, DuplicateCall, PairingGraph, PartRef, StrayReason, StrayResult, ToolExchange,

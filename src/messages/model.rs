@@ -13,7 +13,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::compaction::{CompactionMarker, COMPACTION_TAG};
-use crate::counting::MessageKey;
 
 /// A message format: the JSON shape one SDK uses for a conversation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -727,9 +726,32 @@ pub struct MessageData {
     pub(crate) parts: Vec<Part>,
     /// Whether `skeleton` was read with its long texts cut short ([`Conversation::mark_skimmed`]).
     pub(crate) skimmed: bool,
-    /// The message's count key once computed ([`crate::counting::Keyer::message_key`]);
+    /// The message's count key once computed (by the counter's keyer);
     /// emptied by every edit.
     pub(crate) key: KeyCell,
+}
+
+/// What identifies a message apart from any counting rules: a hash of its format, role and
+/// JSON, and the number of bytes hashed (the counter makes it: `crate::counting`'s `Keyer`).
+/// Here, with the message it keys, so that messages depend on no counter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MessageKey(u64, u64);
+
+impl MessageKey {
+    pub(crate) const fn new(hash: u64, len: u64) -> MessageKey {
+        MessageKey(hash, len)
+    }
+
+    /// The message's hash (XXH3-64 of its specified bytes): equal for two messages that read
+    /// the same, so a caller may compare outputs by it.
+    pub fn digest(self) -> u64 {
+        self.0
+    }
+
+    /// How many bytes were hashed.
+    pub(crate) fn hashed_len(self) -> u64 {
+        self.1
+    }
 }
 
 /// A message's count key, computed at most once per version of the message. It takes no part
