@@ -4,8 +4,8 @@
 import { accessSync, constants, existsSync, mkdirSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { UsageError } from "./input.js";
-
-const NAMESPACE = "context-keeper";
+// the package's one definition of the key layout (stores/keys.js), not a copy
+import { NAMESPACE } from "../stores/keys.js";
 
 /** The store at `dir`, which must exist (a read never creates one). */
 export function openStore(dir, stores) {
