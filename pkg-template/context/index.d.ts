@@ -137,12 +137,24 @@ export interface AnthropicToolDefinition {
   input_schema: ToolInputSchema;
 }
 
-/** An AI SDK tool (what `tool()` returns), with `execute` when a store was given. */
-export interface AISDKRecoveryTool {
+/**
+ * An AI SDK tool (what `tool()` returns), with `execute` when a store was given. Its
+ * `inputSchema` is what the `jsonSchema` you pass made of the tool's JSON Schema: pass the AI
+ * SDK's own (`import { jsonSchema } from "ai"`) and the tools are a `ToolSet` to TypeScript
+ * too. Without it, the schema is a plain object the SDK reads at run time (typed `unknown`).
+ */
+export interface AISDKRecoveryTool<S = unknown> {
   description: string;
-  inputSchema: unknown;
+  inputSchema: S;
   execute?: (args: unknown) => Promise<string>;
 }
+
+/**
+ * The AI SDK's `jsonSchema` (from `ai`), or any function that makes its schema objects from a
+ * tool's JSON Schema (a {@link ToolInputSchema}). (Typed to take any such function, whatever
+ * JSON Schema type it declares.)
+ */
+export type AISDKJsonSchema<S> = (schema: never) => S;
 
 /**
  * The recovery tools' definitions: an array for OpenAI and Anthropic (route their calls to
@@ -150,7 +162,11 @@ export interface AISDKRecoveryTool {
  */
 export function recoveryTools(format?: "openai"): OpenAIToolDefinition[];
 export function recoveryTools(format: "anthropic"): AnthropicToolDefinition[];
-export function recoveryTools(format: "aisdk" | "ai-sdk", options?: SessionStore): Record<RecoveryToolName, AISDKRecoveryTool>;
+export function recoveryTools<S = unknown>(
+  format: "aisdk" | "ai-sdk",
+  options: SessionStore & { jsonSchema?: AISDKJsonSchema<S> },
+): Record<RecoveryToolName, AISDKRecoveryTool<S> & { execute: (args: unknown) => Promise<string> }>;
+export function recoveryTools<S = unknown>(format: "aisdk" | "ai-sdk", options?: { jsonSchema?: AISDKJsonSchema<S> }): Record<RecoveryToolName, AISDKRecoveryTool<S>>;
 
 /**
  * Runs a recovery tool call and returns the text for its tool result. What the model got
@@ -357,7 +373,11 @@ export class ContextKeeper<M extends Messages = Messages> {
   /** The recovery tools' definitions in `format` (OpenAI's by default) and their handler. */
   tools(options: { sessionId: string; format?: "openai" }): { definitions: OpenAIToolDefinition[]; handle: RecoveryHandler };
   tools(options: { sessionId: string; format: "anthropic" }): { definitions: AnthropicToolDefinition[]; handle: RecoveryHandler };
-  tools(options: { sessionId: string; format: "aisdk" | "ai-sdk" }): { definitions: Record<RecoveryToolName, AISDKRecoveryTool>; handle: RecoveryHandler };
+  /** AI SDK tools; pass the SDK's `jsonSchema` (from `ai`) and `definitions` is a `ToolSet`. */
+  tools<S = unknown>(options: { sessionId: string; format: "aisdk" | "ai-sdk"; jsonSchema?: AISDKJsonSchema<S> }): {
+    definitions: Record<RecoveryToolName, AISDKRecoveryTool<S> & { execute: (args: unknown) => Promise<string> }>;
+    handle: RecoveryHandler;
+  };
   systemPromptSegment(): string;
   /** The long-term memory file (`memoryKey`, default `AGENTS.md` under `memories`), or null. */
   loadMemory(): Promise<string | null>;

@@ -375,16 +375,22 @@ export function bindContext(core) {
     if (typeof format !== "string") throw optionsError("format", `expected "openai", "anthropic" or "aisdk", found ${typeOf(format)}`);
     const definitions = core.__ckToolDefinitions(format === "ai-sdk" ? "aisdk" : format);
     if (format === "openai" || format === "anthropic") return definitions;
-    const context = options === undefined ? undefined : checkObject(options, "options");
-    if (context !== undefined) {
-      checkStore(context.store);
-      checkSession(context.sessionId);
+    options = options === undefined ? {} : checkObject(options, "options");
+    // NOTE: the AI SDK's own `jsonSchema`, when given, makes the schemas (and types them);
+    // without it, an object the SDK reads as one of its schemas.
+    const schemaOf = checkFunction(options.jsonSchema, "options.jsonSchema") ?? aiSchema;
+    const { jsonSchema: _schema, ...rest } = options;
+    let context;
+    if (rest.store !== undefined || rest.sessionId !== undefined) {
+      checkStore(rest.store);
+      checkSession(rest.sessionId);
+      context = rest;
     }
     const tools = {};
     for (const def of definitions) {
       tools[def.name] = {
         description: def.description,
-        inputSchema: aiSchema(def.inputSchema),
+        inputSchema: schemaOf(def.inputSchema),
         ...(context === undefined ? {} : { execute: (args) => runRecoveryTool(def.name, args, context) }),
       };
     }
@@ -1018,8 +1024,9 @@ function bindKeeper(core, h) {
       const sessionId = checkSession(options.sessionId);
       const format = options.format ?? "openai";
       const context = { store: this.#store, sessionId, timeoutMs: this.#options.storeTimeoutMs };
+      const aisdk = format === "ai-sdk" || format === "aisdk";
       return {
-        definitions: h.recoveryTools(format, format === "ai-sdk" || format === "aisdk" ? context : undefined),
+        definitions: h.recoveryTools(format, aisdk ? { ...context, jsonSchema: options.jsonSchema } : undefined),
         handle: (name, args) => h.runRecoveryTool(name, args, context),
       };
     }

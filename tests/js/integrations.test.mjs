@@ -160,3 +160,35 @@ test("Anthropic SDK: a prepared request with cache breakpoints goes out through 
   assert.equal(usage.cacheReadTokens, 8_000);
   keeper.free();
 });
+
+test("AI SDK 7: the recovery tools, made with the SDK's jsonSchema, read an offloaded result back inside generateText", async () => {
+  const store = new MemoryStore();
+  const keeper = new ContextKeeper({ model: "gpt-4o", contextWindow: 8_000, store });
+  const log = Array.from({ length: 3_000 }, (_, i) => `line ${i}: worker ${i % 7} status=ok`).join("\n");
+  const { offloaded } = await keeper.processToolResult(log, { sessionId: "tools", toolName: "bash", toolCallId: "c0" });
+  assert.ok(offloaded, "the log is over the offload limit of an 8k window");
+  const { definitions } = keeper.tools({ sessionId: "tools", format: "aisdk", jsonSchema });
+  // the SDK's own schema objects, as its jsonSchema makes them
+  assert.deepEqual(Object.keys(definitions).sort(), ["grep_offloaded", "list_offloaded", "read_offloaded"]);
+  assert.equal(definitions.read_offloaded.inputSchema.jsonSchema.type, "object");
+  const model = new MockLanguageModelV4({
+    doGenerate: async () => {
+      if (model.doGenerateCalls.length === 1) {
+        return {
+          content: [{ type: "tool-call", toolCallId: "r1", toolName: "read_offloaded", input: JSON.stringify({ id: offloaded.id, offset: 2999 }) }],
+          finishReason: { unified: "tool-calls", raw: "tool_calls" },
+          usage: USAGE,
+          warnings: [],
+        };
+      }
+      return { content: [{ type: "text", text: "done" }], finishReason: { unified: "stop", raw: "stop" }, usage: USAGE, warnings: [] };
+    },
+  });
+  const result = await generateText({ model, prompt: "What does the log end with?", tools: { ...definitions }, stopWhen: stepCountIs(3) });
+  const [read] = result.steps[0].toolResults;
+  assert.equal(read.toolName, "read_offloaded");
+  // (lines are numbered from 1)
+  assert.match(read.output, /3000\tline 2999: worker 3 status=ok\n\[lines 2999-3000 of 3,000 of c0-[0-9a-f]{16}; end of output\]/);
+  assert.equal(result.text, "done");
+  keeper.free();
+});

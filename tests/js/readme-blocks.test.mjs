@@ -54,7 +54,7 @@ const APP = {
   ctx: { any: "{ storage: ConstructorParameters<typeof __stores.DurableObjectStore>[0] }" },
 };
 /** Functions of the AI SDK a recipe calls without importing them. */
-const AI_FUNCTIONS = ["generateText", "stepCountIs"];
+const AI_FUNCTIONS = ["generateText", "stepCountIs", "jsonSchema"];
 
 /** The fenced js blocks of a README, dedented (a block inside a list item is indented). */
 function blocks(file) {

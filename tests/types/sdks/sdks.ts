@@ -3,7 +3,9 @@
 // `@anthropic-ai/sdk` packages' own types), and AI SDK 7's ModelMessage[] and UIMessage[].
 import type OpenAI from "openai";
 import type Anthropic from "@anthropic-ai/sdk";
-import type { ModelMessage, UIMessage } from "ai7";
+import type { ModelMessage, UIMessage, ToolSet } from "ai7";
+import { jsonSchema, generateText } from "ai7";
+import { recoveryTools } from "context-keeper";
 import { ContextKeeper } from "context-keeper";
 import { MemoryStore } from "context-keeper/stores";
 
@@ -60,4 +62,16 @@ export async function toolsAndUsage(client: OpenAI, claude: Anthropic, history: 
     },
   });
   summarizing.free();
+}
+
+// The AI SDK: with the SDK's own jsonSchema, the recovery tools are a ToolSet, spread beside the
+// app's own tools into generateText (issue #42, item 2).
+export async function aiSdkTools(model: Parameters<typeof generateText>[0]["model"], mine: ToolSet, messages: ModelMessage[]) {
+  const { definitions } = keeper.tools({ sessionId: "s", format: "aisdk", jsonSchema });
+  const tools: ToolSet = { ...mine, ...definitions };
+  const standalone: ToolSet = recoveryTools("aisdk", { store: new MemoryStore(), sessionId: "s", jsonSchema });
+  const described: ToolSet = recoveryTools("aisdk", { jsonSchema });
+  const text: string = await definitions.read_offloaded.execute({ id: "x" });
+  void [standalone, described, text];
+  return generateText({ model, tools, messages });
 }
