@@ -2,7 +2,7 @@
 // from README.md, written into a project of their own and served by wrangler dev (a real
 // workerd, SQLite-backed Durable Objects), and a conversation grows past 2 MB through it, every
 // turn's prepare within the window (issue #42, item 4: the example crashed on its first
-// request). NOTE: past 2 MB Cloudflare refuses one value of a SQLite-backed object
+// request), and on across a restart of workerd with the same persisted storage. NOTE: past 2 MB Cloudflare refuses one value of a SQLite-backed object
 // (SQLITE_TOOBIG), which is why the example keeps its history with saveJSON through
 // DurableObjectStore (chunked); the local workerd here took a 2.6 MB `storage.put` too, so this
 // test shows the example works, not that `put` would fail.
@@ -92,4 +92,20 @@ test("the README's smallest Worker, as printed, counts a request's text", async 
   const res = await fetch(`${wrangler.base}count`, { method: "POST", body: "hello world" });
   assert.equal(res.status, 200, await res.clone().text());
   assert.deepEqual(await res.json(), { tokens: 2 });
+});
+
+test("the README's Worker, restarted: the session's history and state are still there", async () => {
+  // the same project and the same persisted storage, a new workerd
+  await wrangler.stop();
+  wrangler = await startWrangler({ config: join(dir, "wrangler.jsonc"), persistTo });
+  const content = "After the restart: which log had the slowest line?";
+  const res = await fetch(`${wrangler.base}chat/readme-session`, { method: "POST", body: JSON.stringify({ message: { role: "user", content } }) });
+  const text = await res.text();
+  assert.equal(res.status, 200, `${text.slice(0, 500)}\n${wrangler.output().slice(-2000)}`);
+  const { messages, tokens } = JSON.parse(text);
+  // a history lost in the restart would be the system prompt and this message (about 30 tokens)
+  assert.ok(messages.length > 2, `${messages.length} messages after the restart`);
+  assert.ok(tokens > 50_000 && tokens <= 200_000, `${tokens} tokens after the restart`);
+  assert.equal(messages.at(-1).content, content);
+  assert.ok(messages.some((m) => typeof m.content === "string" && m.content.includes("Here is log 7")), "the last turn before the restart is in what the model sees");
 });
