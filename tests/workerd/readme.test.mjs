@@ -2,8 +2,9 @@
 // from README.md, written into a project of their own and served by wrangler dev (a real
 // workerd, SQLite-backed Durable Objects), and a conversation grows past 2 MB through it, every
 // turn's prepare within the window (issue #42, item 4: the example crashed on its first
-// request), and on across a restart of workerd with the same persisted storage. NOTE: past 2 MB Cloudflare refuses one value of a SQLite-backed object
-// (SQLITE_TOOBIG), which is why the example keeps its history with saveJSON through
+// request), and on across a restart of workerd with the same persisted storage. NOTE: past
+// 2 MB Cloudflare refuses one value of a SQLite-backed object (SQLITE_TOOBIG), which is why
+// the example keeps its history with saveJSON through
 // DurableObjectStore (chunked); the local workerd here took a 2.6 MB `storage.put` too, so this
 // test shows the example works, not that `put` would fail.
 import { test, before, after } from "node:test";
