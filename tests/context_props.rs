@@ -334,7 +334,12 @@ proptest! {
             // every case accounted for: nothing to fold, a failure injected, or a compaction
             match (request.is_some(), fail, out.report.outcome) {
                 (false, _, outcome) => prop_assert_eq!(outcome, CompactOutcome::Unchanged, "{}", format),
-                (true, 3, outcome) => prop_assert_eq!(outcome, CompactOutcome::Compacted, "{}", format),
+                // (or refused: a marker no smaller than the span it would replace saves nothing)
+                (true, 3, outcome) => prop_assert!(
+                    outcome == CompactOutcome::Compacted
+                        || out.report.reason.as_deref().is_some_and(|r| r.contains("would not be smaller")),
+                    "{} {:?}: {:?}", format, outcome, out.report.reason
+                ),
                 (true, _, outcome) => prop_assert_eq!(outcome, CompactOutcome::Failed, "{}", format),
             }
             if out.report.outcome != CompactOutcome::Compacted {
@@ -365,7 +370,7 @@ proptest! {
             for (k, m) in record.messages.iter().rev().enumerate() {
                 prop_assert_eq!(m, &before.messages()[span.to - 1 - k].to_value());
             }
-            prop_assert!(tokens(after) <= tokens(&before) + 200, "{} tokens grew", format);
+            prop_assert!(tokens(after) <= tokens(&before), "{} tokens grew: {} -> {}", format, tokens(&before), tokens(after));
             // the full history again: the same output, byte for byte, with no summary
             let again = compact_once(before.clone(), &options, out.state.clone().unwrap(), &[], SummaryOutcome::NotCalled);
             prop_assert_eq!(again.report.outcome, CompactOutcome::Reapplied);

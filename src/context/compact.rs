@@ -1542,6 +1542,17 @@ impl CompactPlan {
         };
         let marker_tokens =
             single_count(&probe, &self.conversation, &self.options, &measure, counter);
+        // NOTE: a marker that costs as much as what it replaces (a few short messages) saves
+        // nothing and takes their exact words from the model's view: not made.
+        if marker_tokens >= replaced {
+            return self.failed(
+                Phase::Check,
+                format!(
+                    "the marker ({marker_tokens} tokens) would not be smaller than the {replaced} tokens it replaces"
+                ),
+                flush,
+            );
+        }
         marker.tokens_after = self.total.saturating_sub(replaced) + marker_tokens;
         let Some(marker_msg) = marker_message(&self.conversation, &marker, work.shape, &work.lead)
         else {

@@ -253,7 +253,9 @@ test("markers are written in each format and activeMessages starts from the late
   const ui = [
     { id: "u1", role: "user", parts: [{ type: "text", text: "task" }] },
     ...Array.from({ length: 6 }, (_, i) => [
-      { id: `a${i}`, role: "assistant", parts: [{ type: "step-start" }, { type: "text", text: `answer ${i}` }] },
+      // (long enough that the marker is smaller than what it replaces: a marker that is not
+      // is refused)
+      { id: `a${i}`, role: "assistant", parts: [{ type: "step-start" }, { type: "text", text: `answer ${i}: ${"the export code reads each row. ".repeat(10)}` }] },
       { id: `u${i + 2}`, role: "user", parts: [{ type: "text", text: `more ${i}` }] },
     ]).flat(),
   ];
@@ -362,4 +364,14 @@ test("the archive's JSON is stored before its transcript is asked for, one store
   const archive = calls.filter((c) => c.includes(" archive "));
   const [json, md] = [archive[0].split(" ")[2], `${archive[0].split(" ")[2]}.md`];
   assert.deepEqual(archive, [`load archive ${json}`, `save archive ${json}`, `saved archive ${json}`, `load archive ${md}`, `save archive ${md}`, `saved archive ${md}`]);
+});
+
+test("a marker no smaller than what it would replace is refused: the messages stay as they were", async () => {
+  const tiny = [{ role: "user", content: "task" }];
+  for (let i = 0; i < 6; i++) tiny.push({ role: "assistant", content: `a${i}` }, { role: "user", content: `b${i}` });
+  const { messages, report } = await compact(tiny, base(new MemoryStore(), { keepRecentTurns: 1, summarize: () => "s" }));
+  assert.equal(report.outcome, "failed");
+  assert.equal(report.phase, "check");
+  assert.match(report.reason, /the marker \(\d+ tokens\) would not be smaller than the \d+ tokens it replaces/);
+  assert.equal(messages, tiny, "the caller's own array");
 });

@@ -432,20 +432,29 @@ fn the_cut_never_falls_inside_a_tool_exchange() {
     }
 }
 
+/// A message text long enough that a marker replacing a few of them saves tokens (a marker no
+/// smaller than its span is refused).
+fn words(tag: &str) -> String {
+    format!(
+        "{tag} {}",
+        "the export code reads each row and formats it; ".repeat(12)
+    )
+}
+
 #[test]
 fn markers_are_written_in_each_format_and_recognised() {
     let anthropic = json!({"system": "sys", "messages": [
         {"role": "user", "content": "task"},
-        {"role": "assistant", "content": [{"type": "text", "text": "a"}]},
-        {"role": "user", "content": "b"},
-        {"role": "assistant", "content": [{"type": "text", "text": "c"}]},
-        {"role": "user", "content": "d"},
-        {"role": "assistant", "content": [{"type": "text", "text": "e"}]}]});
+        {"role": "assistant", "content": [{"type": "text", "text": words("a")}]},
+        {"role": "user", "content": words("b")},
+        {"role": "assistant", "content": [{"type": "text", "text": words("c")}]},
+        {"role": "user", "content": words("d")},
+        {"role": "assistant", "content": [{"type": "text", "text": words("e")}]}]});
     let ui = json!([
         {"id": "1", "role": "user", "parts": [{"type": "text", "text": "task"}]},
-        {"id": "2", "role": "assistant", "parts": [{"type": "text", "text": "a"}]},
-        {"id": "3", "role": "user", "parts": [{"type": "text", "text": "b"}]},
-        {"id": "4", "role": "assistant", "parts": [{"type": "text", "text": "c"}]}]);
+        {"id": "2", "role": "assistant", "parts": [{"type": "text", "text": words("a")}]},
+        {"id": "3", "role": "user", "parts": [{"type": "text", "text": words("b")}]},
+        {"id": "4", "role": "assistant", "parts": [{"type": "text", "text": words("c")}]}]);
     let o = CompactOptions {
         keep_recent_turns: Some(1),
         ..options()
@@ -507,10 +516,10 @@ fn provider_native_compaction_starts_the_span_after_it() {
     let input = json!({"messages": [
         {"role": "user", "content": "task"},
         {"role": "assistant", "content": [{"type": "compaction", "content": "provider summary"}]},
-        {"role": "user", "content": "x"},
-        {"role": "assistant", "content": [{"type": "text", "text": "y"}]},
-        {"role": "user", "content": "z"},
-        {"role": "assistant", "content": [{"type": "text", "text": "w"}]}]});
+        {"role": "user", "content": words("x")},
+        {"role": "assistant", "content": [{"type": "text", "text": words("y")}]},
+        {"role": "user", "content": words("z")},
+        {"role": "assistant", "content": [{"type": "text", "text": words("w")}]}]});
     let conv = read(&input);
     assert_eq!(active_indices(&conv), vec![1, 2, 3, 4, 5]);
     let o = CompactOptions {
