@@ -53,15 +53,15 @@ export async function sessionsIn(store) {
  */
 async function archivesOf(store, sessionId) {
   const entries = await store.loadRange([NAMESPACE, sessionId, "archive"]);
-  const order = (name) => {
-    const m = /^(rolling-)?(\d+)-/.exec(name);
-    return m === null ? [2, Infinity] : [m[1] ? 1 : 0, Number(m[2])];
-  };
+  // the kind (compactions first) and the number, for names of either form; anything else last
+  const order = ({ name, rolling }) => [/^(?:rolling-)?\d+-/.test(name) ? Number(rolling) : 2, parseInt(name.replace(/^rolling-/, ""), 10) || Infinity];
   return entries
     .filter((e) => e.key.length === 4 && !e.key[3].endsWith(".md"))
-    .map((e) => ({ name: e.key[3], key: e.key, rolling: e.key[3].startsWith("rolling-"), order: order(e.key[3]) }))
-    .sort((a, b) => a.order[0] - b.order[0] || a.order[1] - b.order[1] || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
-    .map(({ order: _order, ...archive }) => archive);
+    .map((e) => ({ name: e.key[3], key: e.key, rolling: e.key[3].startsWith("rolling-") }))
+    .sort((a, b) => {
+      const [x, y] = [order(a), order(b)];
+      return x[0] - y[0] || x[1] - y[1] || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+    });
 }
 
 /** The sessions to look in: the one named, or every one in the store. */

@@ -28,18 +28,21 @@ const RUN_ELSEWHERE = [
 
 /** What a block may leave to the reader's app, by the kind of recipe it is in. */
 const OPENAI = "__OpenAI.Chat";
+/** A message list in each SDK's own type (a history, or the AI SDK's step messages). */
+const MESSAGES = { openai: `${OPENAI}.ChatCompletionMessageParam[]`, anthropic: "__Anthropic.MessageParam[]", aisdk: "__ai.ModelMessage[]" };
+const STORE = { any: "__stores.MemoryStore" };
 const APP = {
-  history: { openai: `${OPENAI}.ChatCompletionMessageParam[]`, anthropic: "__Anthropic.MessageParam[]", aisdk: "__ai.ModelMessage[]" },
-  messages: { openai: `${OPENAI}.ChatCompletionMessageParam[]`, anthropic: "__Anthropic.MessageParam[]", aisdk: "__ai.ModelMessage[]" },
+  history: MESSAGES,
+  messages: MESSAGES,
   tools: { openai: `${OPENAI}.ChatCompletionTool[]`, anthropic: "__Anthropic.Tool[]", aisdk: "__ai.ToolSet" },
   myTools: { openai: `${OPENAI}.ChatCompletionTool[]` },
   model: { openai: "string", anthropic: "string", aisdk: "__ai.LanguageModel" },
   max_tokens: { any: "number" },
   system: { any: "string" },
   sessionId: { any: "string" },
-  store: { any: "__stores.MemoryStore" },
-  persistentStore: { any: "__stores.MemoryStore" },
-  persistent: { any: "__stores.MemoryStore" },
+  store: STORE,
+  persistentStore: STORE,
+  persistent: STORE,
   // Anthropic's usage, read apart for calibration, and the messages it was for
   usage: { any: "__Anthropic.Usage" },
   request: { any: "__Anthropic.MessageParam[]" },
