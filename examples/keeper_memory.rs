@@ -9,7 +9,7 @@
 //!   cargo run --release --example keeper_memory [messages] [bytes]
 use std::time::Instant;
 
-use context_keeper::context::compact::SummaryOutcome;
+use context_keeper::context::fold::SummaryOutcome;
 use context_keeper::context::keeper::{Call, KeeperOptions, Need, Prepare};
 use context_keeper::context::state::SessionState;
 use context_keeper::context::Outcome;

@@ -7,7 +7,7 @@
 //!   cargo run --release --example keeper_turns [messages] [window]
 use std::time::Instant;
 
-use context_keeper::context::compact::SummaryOutcome;
+use context_keeper::context::fold::SummaryOutcome;
 use context_keeper::context::keeper::{Call, KeeperOptions, Need, Prepare};
 use context_keeper::context::state::SessionState;
 use context_keeper::context::Outcome;

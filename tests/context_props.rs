@@ -16,10 +16,11 @@
 //!   deterministic, and re-applied from its state to the full history gives the same output.
 #![cfg(not(target_arch = "wasm32"))]
 
-use context_keeper::context::compact::{
-    self, marker_of, CompactOptions, CompactOutcome, SummaryOutcome,
-};
+use context_keeper::context::archive;
+use context_keeper::context::compact::{self, CompactOptions, CompactOutcome};
 use context_keeper::context::evict::{evict, EvictOptions};
+use context_keeper::context::fold::SummaryOutcome;
+use context_keeper::context::marker::marker_of;
 use context_keeper::context::offload::{plan_messages, OffloadOptions};
 use context_keeper::context::prune::{prune, PruneOptions};
 use context_keeper::context::recovery::decode;
@@ -363,7 +364,7 @@ proptest! {
             prop_assert_eq!(markers.len(), 1, "{}", format);
             prop_assert!(markers[0].summary.starts_with('s'));
             // the archive holds exactly the replaced messages (the task, when merged, stays)
-            let record = compact::read_archive(&saves[0].bytes).unwrap();
+            let record = archive::read_archive(&saves[0].bytes).unwrap();
             prop_assert_eq!(&record.messages, &request.unwrap().messages.to_values());
             let span = out.report.span.unwrap();
             prop_assert!(record.messages.len() <= span.to - span.from);
@@ -515,7 +516,7 @@ proptest! {
         let after = out.conversation.to_value();
         prop_assert!(no_new_problems(&out.conversation, &before), "{:?}", problems(&out.conversation));
         let span = out.report.span.unwrap();
-        let record = compact::read_archive(&saves[0].bytes).unwrap();
+        let record = archive::read_archive(&saves[0].bytes).unwrap();
         let mut archived: Vec<Value> = input.as_array().unwrap()[span.from..span.to].to_vec();
         let marker_at = out.origin.iter().position(Option::is_none).unwrap();
         if let Some(part) = span.to_part {

@@ -27,9 +27,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use context_keeper::context::compact::{CompactOutcome, SummaryOutcome};
+use context_keeper::context::compact::CompactOutcome;
 use context_keeper::context::decision::{stored_copy, DecisionMemo};
 use context_keeper::context::flush::FlushOutcome;
+use context_keeper::context::fold::SummaryOutcome;
 use context_keeper::context::keeper::{Call, KeeperOptions, Need, Prepare, Prepared, Thresholds};
 use context_keeper::context::recovery::decode;
 use context_keeper::context::state::SessionState;

@@ -8,8 +8,8 @@
 //! Shared by the libFuzzer target (fuzz/fuzz_targets/prepare.rs) and the stable test that
 //! replays its fixtures (tests/keeper_faults.rs, `fuzz_fixtures_replay`).
 
-use context_keeper::context::compact::SummaryOutcome;
 use context_keeper::context::flush::FlushOutcome;
+use context_keeper::context::fold::SummaryOutcome;
 use context_keeper::context::keeper::{Call, KeeperOptions, Need, Prepare};
 use context_keeper::context::state::SessionState;
 use context_keeper::context::Outcome;

@@ -14,12 +14,14 @@ use wasm_bindgen::prelude::*;
 use super::error::ContextError;
 use super::messages::{message_list, write_back_reusing, Made};
 use super::{enter, type_name, walk, CONVERSATION};
-use crate::context::compact::{self, CompactOptions, CompactPlan, SummaryOutcome, SummaryRequest};
+use crate::context::compact::{self, CompactOptions, CompactPlan};
 use crate::context::flush::{FlushOptions, FlushOutcome};
+use crate::context::fold::{SummaryOutcome, SummaryRequest};
 use crate::context::offload::{self, OffloadOptions, OffloadPlan, ResultPlan};
 use crate::context::recovery::{self, GrepOptions, Pattern, RecordHeader};
 use crate::context::rolling::{self, RollingOptions, RollingPlan, RollingState};
 use crate::context::state::{self, SessionState};
+use crate::context::{archive, marker};
 use crate::context::{evict, prune, Outcome, Report, Save};
 use crate::counting::CountMessagesError;
 use crate::messages::{
@@ -271,7 +273,7 @@ pub(super) fn save_to_js(save: &Save) -> Result<JsValue, ContextError> {
 /// before they ask for the next, so the archive's two copies of the span are never in memory
 /// together (7 MB each for a 10 MB history).
 pub(super) fn archive_save_js(
-    saves: Option<compact::ArchiveSaves<'_>>,
+    saves: Option<archive::ArchiveSaves<'_>>,
     i: u32,
 ) -> Result<JsValue, ContextError> {
     let save = (saves.and_then(|s| s.make(i as usize)))
@@ -678,8 +680,8 @@ pub fn key(
     let key = match (kind, name) {
         ("state", _) => state::state_key(session_id),
         ("rolling", _) => rolling::state_key(session_id),
-        ("archive", Some(name)) => compact::archive_key(session_id, &name),
-        ("archive", None) => compact::archive_prefix(session_id),
+        ("archive", Some(name)) => archive::archive_key(session_id, &name),
+        ("archive", None) => archive::archive_prefix(session_id),
         _ => return Err(ContextError::internal(format!("unknown key kind {kind:?}"))),
     };
     Ok(key_to_js(&key))
@@ -693,7 +695,7 @@ pub fn active_messages(messages: JsValue, options: JsValue) -> Result<JsValue, C
     enter();
     let (format, NoOptions {}) = read_options(&options, true)?;
     let conv = read_conversation(&messages, format)?;
-    let keep = compact::active_indices(&conv);
+    let keep = marker::active_indices(&conv);
     if keep.len() == conv.messages().len() {
         return Ok(messages);
     }
@@ -725,7 +727,7 @@ pub fn read_archive(key: &str, bytes: &[u8]) -> Result<JsValue, ContextError> {
     // NOTE: checked here without building its messages, then parsed by JS from the same text:
     // a 7 MB archive read as a JSON tree and written out again took a new instance's wasm
     // memory from 3 to 36 MiB, and wasm memory never shrinks.
-    if !compact::is_archive(bytes) {
+    if !archive::is_archive(bytes) {
         return Err(corrupt());
     }
     let text = std::str::from_utf8(bytes).map_err(|_| corrupt())?;

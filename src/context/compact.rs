@@ -1,8 +1,9 @@
 //! Compaction: older messages are archived and replaced by a summary the host's LLM writes,
 //! and the recent turns stay verbatim.
 //!
-//! Sans-IO, like the tiers: [`plan`] reads the conversation and the session state and returns
-//! a [`CompactPlan`]: the archive saves (the span as JSON and as a Markdown transcript), the
+//! A policy of the fold ([`super::fold`]: archive, request, check, pin, marker), sans-IO like
+//! the tiers: [`plan`] reads the conversation and the session state and returns a
+//! [`CompactPlan`]: the archive saves (the span as JSON and as a Markdown transcript), the
 //! summary request and, when one is due, the memory flush request. The driver performs them
 //! (archive first; the summarizer only once the archive is stored) and hands the outcomes to
 //! [`CompactPlan::finish`], which checks the summary, pins the exact details it lost, and only
@@ -31,20 +32,25 @@
 //! an overlay ([`super::state`]), so that given the full history again the marker is
 //! re-applied without calling the summarizer.
 
-use std::borrow::Cow;
-use std::cell::Cell;
-
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 #[cfg(target_arch = "wasm32")]
 use tsify::Tsify;
 
-use super::facts::{self, Fact};
+use super::archive::{ArchiveSaves, ArchiveSpan, SaveFailure};
+use super::facts::Fact;
 use super::flush::{self, FlushOptions, FlushOutcome, FlushReport, FlushRequest};
-use super::state::{chain, Chain, MarkerShape, Overlay, SessionState};
-use super::text::ByteCount;
-use super::{heuristic, transcript, Measure, Outcome, Save, Turns, NAMESPACE};
+use super::fold::{
+    self, Folding, Phase, SummaryOutcome, SummaryRequest, DEFAULT_MAX_PINNED,
+    DEFAULT_TRANSCRIPT_TOKENS,
+};
+use super::marker::{
+    blocks_of, latest_marker, leading_systems, marker_message, marker_of, marker_shape, MarkerInfo,
+    MarkerShape,
+};
+use super::state::{chain, Chain, Overlay, SessionState};
+use super::{Measure, Outcome, Turns};
 use crate::counting::{CountMessagesError, CountMessagesOptions, Counter};
 use crate::messages::{
     pair_tools, parse_messages_value, CompactionMarker, Conversation, Format, Message,
@@ -56,16 +62,9 @@ use crate::model::{resolve_window, Limits};
 pub const DEFAULT_KEEP_RECENT_TURNS: usize = 5;
 /// The summary's length the summarizer is asked for, in tokens.
 pub const DEFAULT_TARGET_TOKENS: u64 = 2_000;
-/// The transcript handed to the summarizer is cut to about this many tokens.
-pub const DEFAULT_TRANSCRIPT_TOKENS: u64 = 60_000;
-/// Exact details pinned to a summary at most.
-pub const DEFAULT_MAX_PINNED: usize = 40;
 /// The context window assumed when neither the options nor the registry give one (the
 /// model is unknown and `contextWindow` is absent or 0): [`resolve_window`] finds none.
 const FALLBACK_WINDOW: u64 = 128_000;
-
-/// The summarizer's default prompt; `{targetTokens}` is replaced by the target.
-pub const DEFAULT_PROMPT: &str = "You are summarizing the earlier part of a conversation between a user and an AI assistant, with the assistant's tool calls and their results, so that the assistant can carry on the work without it. The summary replaces those messages: anything it leaves out is gone. Write at most {targetTokens} tokens, in these sections:\n\n1. Intent: what the user asked for and any constraints they set, in their words where the wording matters.\n2. Progress: what has been done so far, in order, and what it showed.\n3. Decisions: the choices made and why; approaches tried and abandoned.\n4. Current state: where the work stands now, what is in progress, errors not yet solved.\n5. Next steps: what remains to be done.\n6. Exact details: file paths, identifiers, URLs, numbers with their units, commands and error messages the work still needs, copied exactly.\n\nIf a previous summary is given, fold it in: the new summary replaces it. Write only the summary, with nothing invented.";
 
 /// Options of a compaction (the summarizer, the store and the timeout are the driver's).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -85,7 +84,7 @@ pub struct CompactCoreOptions {
     /// The summary's length to ask for, in tokens. Default 2,000.
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub target_tokens: u64,
-    /// The summarizer's prompt, replacing [`DEFAULT_PROMPT`] (`{targetTokens}` is replaced).
+    /// The summarizer's prompt, replacing [`super::fold::DEFAULT_PROMPT`] (`{targetTokens}` is replaced).
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub prompt: Option<String>,
     /// The model the conversation is for: counts use its tokenizer, and its context window
@@ -158,312 +157,6 @@ impl CompactCoreOptions {
     }
 }
 
-/// The store key of a compaction's archive (its JSON; the transcript is the same name with
-/// `.md`).
-pub fn archive_key(session_id: &str, name: &str) -> Vec<String> {
-    vec![
-        NAMESPACE.to_owned(),
-        session_id.to_owned(),
-        "archive".to_owned(),
-        name.to_owned(),
-    ]
-}
-
-/// The prefix of a session's archives.
-pub fn archive_prefix(session_id: &str) -> Vec<String> {
-    vec![
-        NAMESPACE.to_owned(),
-        session_id.to_owned(),
-        "archive".to_owned(),
-    ]
-}
-
-/// What the summarizer is given.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[cfg_attr(target_arch = "wasm32", derive(Tsify))]
-#[serde(rename_all = "camelCase")]
-pub struct SummaryRequest {
-    /// The messages to summarize, in the conversation's format.
-    #[cfg_attr(target_arch = "wasm32", tsify(type = "unknown[]"))]
-    pub messages: MessageValues,
-    /// The summary they follow (the previous marker's), to fold in.
-    pub previous_summary: Option<String>,
-    /// The prompt.
-    pub prompt: String,
-    /// The summary's length to aim for.
-    pub target_tokens: u64,
-    /// The messages as a readable transcript, cut to the transcript budget.
-    pub transcript: String,
-}
-
-/// Messages that serialize as the list of their JSON ([`Message::to_value`]), one message at
-/// a time: the JSON of a whole span is never built as one tree (for a 10 MB history, that tree
-/// held as much memory again as the history).
-#[derive(Clone, Debug, Default)]
-pub struct MessageValues(Vec<Message>);
-
-impl MessageValues {
-    /// The messages (shared, not copied).
-    pub fn new(messages: Vec<Message>) -> MessageValues {
-        MessageValues(messages)
-    }
-
-    /// Each message's JSON.
-    pub fn to_values(&self) -> Vec<Value> {
-        self.0.iter().map(Message::to_value).collect()
-    }
-
-    /// The messages.
-    pub fn as_slice(&self) -> &[Message] {
-        &self.0
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-impl PartialEq for MessageValues {
-    fn eq(&self, other: &Self) -> bool {
-        self.0.len() == other.0.len()
-            && (self.0.iter().zip(&other.0)).all(|(a, b)| a == b || a.to_value() == b.to_value())
-    }
-}
-
-impl Serialize for MessageValues {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_seq(self.0.iter().map(Message::to_value))
-    }
-}
-
-/// An archive as it is written: what [`ArchiveRecord`] reads back, its messages serialized one
-/// at a time.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub(crate) struct ArchiveOut<'a> {
-    pub version: u32,
-    pub number: u32,
-    pub format: Format,
-    pub previous: Option<&'a [String]>,
-    pub messages: &'a MessageValues,
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub continues: bool,
-}
-
-impl ArchiveOut<'_> {
-    /// The archive's JSON, in a buffer of its exact size: a first pass measures it (each
-    /// message's JSON made and dropped), so the buffer never grows by doubling, which held up
-    /// to three times the archive's size at once.
-    pub(crate) fn to_bytes(&self) -> Vec<u8> {
-        let mut len = ByteCount(0);
-        if serde_json::to_writer(&mut len, self).is_err() {
-            return Vec::new();
-        }
-        let mut out = Vec::with_capacity(len.0);
-        match serde_json::to_writer(&mut out, self) {
-            Ok(()) => out,
-            Err(_) => Vec::new(),
-        }
-    }
-}
-
-/// What a compaction's (or a rolling fold's) archive saves are made from: their keys and the
-/// span.
-#[derive(Clone, Debug)]
-pub(crate) struct ArchiveSpan {
-    /// The JSON's key, then the Markdown transcript's.
-    keys: [Vec<String>; 2],
-    messages: MessageValues,
-    /// The index of the span's first message in the conversation (the transcript's numbers).
-    body_start: usize,
-    number: u32,
-    format: Format,
-    previous: Option<Vec<String>>,
-    continues: bool,
-    /// The length of each save once made.
-    made: [Cell<Option<usize>>; 2],
-}
-
-impl ArchiveSpan {
-    /// The saves of `messages` (the span, whose first is message `body_start`) under `key` (the
-    /// JSON's; the transcript's is the same with `.md`).
-    pub(crate) fn new(
-        key: Vec<String>,
-        messages: MessageValues,
-        body_start: usize,
-        record: (u32, Format, Option<Vec<String>>, bool),
-    ) -> ArchiveSpan {
-        let (number, format, previous, continues) = record;
-        let mut md = key.clone();
-        if let Some(name) = md.last_mut() {
-            name.push_str(".md");
-        }
-        ArchiveSpan {
-            keys: [key, md],
-            messages,
-            body_start,
-            number,
-            format,
-            previous,
-            continues,
-            made: Default::default(),
-        }
-    }
-
-    fn make(&self, i: usize) -> Option<Save> {
-        let key = self.keys.get(i)?.clone();
-        let bytes = match i {
-            0 => ArchiveOut {
-                version: 1,
-                number: self.number,
-                format: self.format,
-                previous: self.previous.as_deref(),
-                messages: &self.messages,
-                continues: self.continues,
-            }
-            .to_bytes(),
-            _ => transcript::render(self.messages.as_slice(), self.body_start, None).into_bytes(),
-        };
-        if let Some(made) = self.made.get(i) {
-            made.set(Some(bytes.len()));
-        }
-        Some(Save { key, bytes })
-    }
-}
-
-/// A compaction's archive saves: its JSON (what [`read_archive`] reads), then its Markdown
-/// transcript. Each is made when asked for ([`ArchiveSaves::make`], [`ArchiveSaves::iter`]),
-/// so a driver that stores each one (or hands it across to JS) before it asks for the next
-/// never holds both copies of the span at once: for a 10 MB history, 7 MB each.
-#[derive(Clone, Copy, Debug)]
-pub struct ArchiveSaves<'a>(Option<&'a ArchiveSpan>);
-
-impl<'a> ArchiveSaves<'a> {
-    pub(crate) fn new(span: Option<&'a ArchiveSpan>) -> Self {
-        ArchiveSaves(span)
-    }
-
-    /// How many: 2, or 0 when there is nothing to compact.
-    pub fn len(&self) -> usize {
-        self.0.map_or(0, |a| a.keys.len())
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Save `i`'s key.
-    pub fn key(&self, i: usize) -> Option<&'a [String]> {
-        self.0?.keys.get(i).map(Vec::as_slice)
-    }
-
-    /// Save `i`, made now.
-    pub fn make(&self, i: usize) -> Option<Save> {
-        self.0?.make(i)
-    }
-
-    /// Each save, in order, made as the iterator reaches it.
-    pub fn iter(&self) -> impl Iterator<Item = Save> + 'a {
-        let saves = *self;
-        (0..saves.len()).filter_map(move |i| saves.make(i))
-    }
-
-    /// Every save, made now.
-    pub fn to_vec(&self) -> Vec<Save> {
-        self.iter().collect()
-    }
-
-    /// The saves that `outcomes` (one per save, in order) do not confirm, with the reason.
-    pub fn failures(&self, outcomes: &[Outcome]) -> Vec<SaveFailure> {
-        (0..self.len())
-            .filter_map(|i| {
-                let reason = match outcomes.get(i) {
-                    Some(Outcome::Saved) => return None,
-                    Some(Outcome::Failed(reason)) => reason.clone(),
-                    None => "the save has no outcome".to_owned(),
-                };
-                Some(SaveFailure {
-                    key: self.key(i).unwrap_or_default().to_vec(),
-                    reason,
-                })
-            })
-            .collect()
-    }
-
-    /// Save `i`'s length in bytes, once it was made (a save never made was never stored).
-    pub fn made_len(&self, i: usize) -> Option<usize> {
-        self.0?.made.get(i)?.get()
-    }
-}
-
-/// The archive as stored (JSON).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ArchiveRecord {
-    /// 1.
-    pub version: u32,
-    /// The compaction's number.
-    pub number: u32,
-    /// The messages' format.
-    pub format: Format,
-    /// The key of the previous compaction's archive, whose messages come before these.
-    pub previous: Option<Vec<String>>,
-    /// The archived messages, as they were.
-    pub messages: Vec<Value>,
-    /// Whether the first message continues the previous archive's last one: an AI SDK
-    /// `UIMessage` cut at a step by both compactions, whose next parts these are
-    /// (`readArchive` joins them back into one message).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub continues: bool,
-}
-
-/// A marker as the driver returns it: its header and its summary.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(target_arch = "wasm32", derive(Tsify))]
-#[serde(rename_all = "camelCase")]
-pub struct MarkerInfo {
-    /// 1 for the session's first compaction, then 2, 3...
-    pub number: u32,
-    /// The time the host gave.
-    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
-    pub time: Option<String>,
-    /// The summary (with its pinned details).
-    pub summary: String,
-    /// Messages of the full history the marker stands for (all compactions so far).
-    pub archived_messages: u64,
-    /// The count before this compaction.
-    pub tokens_before: u64,
-    /// The count after it (to within a token: the marker holds the figure).
-    pub tokens_after: u64,
-    /// Messages kept ahead of the marker.
-    pub head: u64,
-    /// The archive's key.
-    pub key: Vec<String>,
-    /// The iterations of the agent loop the summary stands for, when the rolling window wrote
-    /// the marker.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(target_arch = "wasm32", tsify(optional))]
-    pub iterations: Option<u64>,
-}
-
-impl From<&CompactionMarker> for MarkerInfo {
-    fn from(m: &CompactionMarker) -> Self {
-        MarkerInfo {
-            number: m.number,
-            time: m.time.clone(),
-            summary: m.summary.clone(),
-            archived_messages: m.archived_messages,
-            tokens_before: m.tokens_before,
-            tokens_after: m.tokens_after,
-            head: m.head,
-            key: m.key.clone(),
-            iterations: m.iterations,
-        }
-    }
-}
-
 /// What became of a compaction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(target_arch = "wasm32", derive(Tsify))]
@@ -480,19 +173,6 @@ pub enum CompactOutcome {
     Failed,
 }
 
-/// Where a compaction failed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(target_arch = "wasm32", derive(Tsify))]
-#[serde(rename_all = "camelCase")]
-pub enum Phase {
-    /// Storing the archive.
-    Archive,
-    /// Calling the summarizer.
-    Summarize,
-    /// The summary did not pass the checks.
-    Check,
-}
-
 /// A span of messages, by index in the input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(target_arch = "wasm32", derive(Tsify))]
@@ -507,17 +187,6 @@ pub struct Span {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
     pub to_part: Option<usize>,
-}
-
-/// An archive write that failed.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(target_arch = "wasm32", derive(Tsify))]
-#[serde(rename_all = "camelCase")]
-pub struct SaveFailure {
-    /// The key.
-    pub key: Vec<String>,
-    /// Why.
-    pub reason: String,
 }
 
 /// What a compaction did.
@@ -606,19 +275,6 @@ pub struct Compacted {
     pub state: Option<SessionState>,
 }
 
-/// How the summarizer went, as the driver saw it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SummaryOutcome {
-    /// It returned this text.
-    Text(String),
-    /// It threw, rejected, timed out or returned something that is not text.
-    Failed(String),
-    /// No summarizer is configured: the built-in heuristic summary stands in.
-    Heuristic,
-    /// It was not called (the archive was not stored).
-    NotCalled,
-}
-
 /// The compaction work found in a conversation.
 #[derive(Clone, Debug)]
 struct Work {
@@ -689,83 +345,6 @@ pub enum CompactError {
         /// Why.
         reason: String,
     },
-}
-
-/// Our marker, when `message` holds one: its last part. (Anthropic's strict role order makes
-/// the marker a block after the first request's own blocks when the recent turns start with
-/// the assistant; see [`MarkerShape`].)
-pub fn marker_of(message: &Message) -> Option<CompactionMarker> {
-    message.parts().last()?.compaction_marker()
-}
-
-pub(crate) fn marker_shape(
-    format: Format,
-    prev: Option<Role>,
-    next: Option<Role>,
-) -> Option<MarkerShape> {
-    if format != Format::Anthropic {
-        return Some(MarkerShape::User);
-    }
-    match (prev, next) {
-        (Some(Role::User), Some(Role::User)) => Some(MarkerShape::Assistant),
-        (Some(Role::User), _) => Some(MarkerShape::AfterBlocks),
-        (_, Some(Role::User)) => None,
-        _ => Some(MarkerShape::User),
-    }
-}
-
-/// Whether `message` holds a provider-native compaction item.
-pub fn is_native_marker(message: &Message) -> bool {
-    message
-        .parts()
-        .iter()
-        .any(|p| crate::messages::is_native_compaction(p.raw()))
-}
-
-/// The messages the model sees: the leading system messages (and, before our marker, the
-/// messages it says were kept ahead of it), then everything from the latest marker on: ours,
-/// or a provider's that drops what precedes it (Anthropic's compaction block,
-/// [`crate::messages::drops_earlier_context`]). OpenAI's compaction item is not such a
-/// marker: the window `/responses/compact` returns keeps the user messages ahead of it, and
-/// the model sees them (as counting does). Indices into `conv`.
-pub fn active_indices(conv: &Conversation) -> Vec<usize> {
-    let messages = conv.messages();
-    let latest = messages
-        .iter()
-        .enumerate()
-        .rev()
-        .find_map(|(i, m)| match marker_of(m) {
-            Some(marker) => Some((i, Some(marker))),
-            None => (m.parts().iter())
-                .any(|p| crate::messages::drops_earlier_context(m.format(), p.raw()))
-                .then_some((i, None)),
-        });
-    let Some((at, ours)) = latest else {
-        return (0..messages.len()).collect();
-    };
-    let head = ours.map_or(0, |m| usize::try_from(m.head).unwrap_or(0).min(at));
-    let systems = leading_systems(messages).min(at);
-    (0..systems.max(head)).chain(at..messages.len()).collect()
-}
-
-/// The latest compaction marker, ours or the provider's: its index, and ours read.
-pub(crate) fn latest_marker(messages: &[Message]) -> Option<(usize, Option<CompactionMarker>)> {
-    messages
-        .iter()
-        .enumerate()
-        .rev()
-        .find_map(|(i, m)| match marker_of(m) {
-            Some(marker) => Some((i, Some(marker))),
-            None => is_native_marker(m).then_some((i, None)),
-        })
-}
-
-/// How many system messages open the conversation.
-fn leading_systems(messages: &[Message]) -> usize {
-    messages
-        .iter()
-        .take_while(|m| m.role() == Role::System)
-        .count()
 }
 
 /// Whether a user message carries tool results (it then belongs to an exchange).
@@ -958,51 +537,6 @@ pub(crate) fn pieces(
         }
     }
     Some(out)
-}
-
-/// The marker as a message of `conv`'s format that its provider accepts where it goes: a
-/// user message (a `UIMessage` with an id when the conversation holds those), or for
-/// Anthropic an assistant message or `lead` blocks then the marker's ([`MarkerShape`]).
-pub(crate) fn marker_message(
-    conv: &Conversation,
-    marker: &CompactionMarker,
-    shape: MarkerShape,
-    lead: &[Value],
-) -> Option<Message> {
-    let format = conv.format();
-    let text = json!({"type": "text", "text": marker.to_text()});
-    let value = match shape {
-        MarkerShape::User if !conv.messages().iter().any(Message::is_ui_message) => {
-            return Some(Message::compaction(format, marker));
-        }
-        MarkerShape::User => json!([{
-            "id": format!("context-keeper-compaction-{}", marker.number),
-            "role": "user",
-            "parts": [text],
-        }]),
-        MarkerShape::Assistant => json!([{"role": "assistant", "content": [text]}]),
-        MarkerShape::AfterBlocks => {
-            let mut blocks = lead.to_vec();
-            blocks.push(text);
-            json!([{"role": "user", "content": blocks}])
-        }
-    };
-    let options = MessagesOptions {
-        format: Some(format),
-        allow_pending_calls: true,
-    };
-    let (_, mut list) = parse_messages_value(value, &options).ok()?.split_messages();
-    list.pop()
-}
-
-/// A message's content as blocks (a string content is one text block), to write them again
-/// in a marker message ([`MarkerShape::AfterBlocks`]).
-pub(crate) fn blocks_of(message: &Message) -> Vec<Value> {
-    match message.to_value().get("content") {
-        Some(Value::Array(items)) => items.clone(),
-        Some(Value::String(text)) => vec![json!({"type": "text", "text": text})],
-        _ => Vec::new(),
-    }
 }
 
 /// The cuts at or after message `start` that fall inside a message: before each
@@ -1292,7 +826,6 @@ impl CompactPlan {
             + 1;
         // where the replaced messages sit in the full history (`head..end`), and the chain
         // over them that recognises them there
-        let span_chain = chain(Chain::default(), span);
         match &work.previous {
             Some(prev) => {
                 let overlay = self.state.overlay(prev.number);
@@ -1333,44 +866,22 @@ impl CompactPlan {
         if self.end_part > 0 {
             self.cuts.push([self.end, self.end_part]);
         }
-        self.name = format!(
-            "{:04}-{}",
-            self.number,
-            span_chain.to_hex().get(..16).unwrap_or_default()
-        );
-        let key = archive_key(&self.options.session_id, &self.name);
-        let budget =
-            usize::try_from(self.options.transcript_tokens.saturating_mul(4)).unwrap_or(usize::MAX);
-        // NOTE: the summarizer's transcript first: what its tries take is given back before
-        // the archive's two copies of the span are made, not taken on top of them.
-        let transcript = transcript::render(span, body_start, Some(budget));
-        let messages = MessageValues::new(span.to_vec());
-        // NOTE: the archive's two copies of the span are made when the driver asks for each
-        // (`ArchiveSaves`), not here: made together, they were both in memory at once.
-        self.archive = Some(ArchiveSpan::new(
-            key,
-            messages.clone(),
-            body_start,
-            (
-                self.number,
-                format,
-                work.previous.as_ref().map(|p| p.key.clone()),
-                self.continues,
-            ),
-        ));
-        let prompt = self
-            .options
-            .prompt
-            .as_deref()
-            .unwrap_or(DEFAULT_PROMPT)
-            .replace("{targetTokens}", &self.options.target_tokens.to_string());
-        self.request = Some(SummaryRequest {
-            messages,
-            previous_summary: work.previous.as_ref().map(|p| p.summary.clone()),
-            prompt,
+        self.name = fold::archive_name("", self.number, span);
+        let (archive, request) = fold::ask(fold::Ask {
+            span,
+            first: body_start,
+            session_id: &self.options.session_id,
+            name: &self.name,
+            number: self.number,
+            format,
+            previous: work.previous.as_ref(),
+            continues: self.continues,
+            prompt: self.options.prompt.as_deref(),
             target_tokens: self.options.target_tokens,
-            transcript,
+            transcript_tokens: self.options.transcript_tokens,
         });
+        self.archive = Some(archive);
+        self.request = Some(request);
         if self.options.flush {
             self.flush = flush::request(
                 &self.options.flush_options,
@@ -1385,7 +896,7 @@ impl CompactPlan {
     /// The saves to make before the summarizer is called: the archive's JSON and transcript,
     /// each made when asked for.
     pub fn saves(&self) -> ArchiveSaves<'_> {
-        ArchiveSaves(self.archive.as_ref())
+        ArchiveSaves::new(self.archive.as_ref())
     }
 
     /// What to ask the summarizer, when there is something to compact.
@@ -1427,18 +938,13 @@ impl CompactPlan {
         // and on a 10 MB history they hold as much memory as the history again.
         self.request = None;
         self.archive = None;
-        if !failures.is_empty() {
-            let reason = format!(
-                "the archive could not be stored ({}); nothing was replaced",
-                failures.first().map_or("", |f| f.reason.as_str())
-            );
+        if let Some(reason) = fold::archive_failed(&failures, "nothing was replaced") {
             let mut out = self.failed(Phase::Archive, reason, flush);
             out.report.failures = failures;
             return out;
         }
         let measure = Measure::for_model(self.options.model.as_deref());
         let span = span_of(&self.conversation, &work);
-        let span = span.as_slice();
         let tail = tail_of(&self.conversation, &work);
         let messages = self.conversation.messages();
         // what the replaced messages count: with a message cut at a step, all of it but the
@@ -1449,77 +955,37 @@ impl CompactPlan {
             ),
             None => sum(&self.per_message, work.head, work.split),
         };
-        let previous_summary = work.previous.as_ref().map(|p| p.summary.as_str());
         let first_request = work
             .first_request
             .and_then(|i| messages.get(i))
             .and_then(|m| m.parts().first())
             .filter(|p| p.kind() == PartKind::Text)
             .and_then(|p| p.text());
-        let (text, heuristic) = match summary {
-            SummaryOutcome::Text(text) => (text, false),
-            SummaryOutcome::Heuristic => {
-                let budget = usize::try_from(self.options.target_tokens.saturating_mul(4))
-                    .unwrap_or(usize::MAX);
-                // NOTE: the task goes into the summary only when it is summarized; kept verbatim
-                // ahead of the marker, a copy in the summary would only take its room.
-                let task = first_request.filter(|_| work.first_summarized.is_some());
-                (
-                    heuristic::heuristic_summary(span, task, previous_summary, budget),
-                    true,
-                )
-            }
-            SummaryOutcome::Failed(reason) => {
-                return self.failed(Phase::Summarize, reason, flush);
-            }
-            SummaryOutcome::NotCalled => {
-                return self.failed(
-                    Phase::Summarize,
-                    "the summarizer was not called".to_owned(),
-                    flush,
-                );
-            }
-        };
-        let text = text.trim().to_owned();
-        if let Err(reason) = check_summary(&text, replaced, &measure) {
-            return self.failed(Phase::Check, reason, flush);
-        }
-        // pin what the summary lost and the work still names
-        // NOTE: the texts borrowed where they can be (a copy of every text of a 10 MB span
-        // held as much memory again).
-        let span_texts: Vec<Cow<'_, str>> = span
-            .iter()
-            .flat_map(facts::message_texts)
-            .chain(previous_summary.map(Cow::Borrowed))
-            .collect();
         let kept_from = work.split + usize::from(tail.is_some());
-        let keep_texts: Vec<Cow<'_, str>> = tail
-            .iter()
-            .chain(messages.get(kept_from..).unwrap_or_default())
-            .flat_map(facts::message_texts)
-            .chain(first_request.map(Cow::Borrowed))
-            .collect();
-        let span_refs: Vec<&str> = span_texts.iter().map(AsRef::as_ref).collect();
-        let keep_refs: Vec<&str> = keep_texts.iter().map(AsRef::as_ref).collect();
-        let written: Vec<Cow<'_, str>> = span
-            .iter()
-            .chain(tail.iter())
-            .chain(messages.get(kept_from..).unwrap_or_default())
-            .flat_map(facts::written_texts)
-            .collect();
-        let written_refs: Vec<&str> = written.iter().map(AsRef::as_ref).collect();
-        let mut pinned = facts::missing_facts(
-            &span_refs,
-            &keep_refs,
-            &written_refs,
-            &text,
-            self.options.max_pinned,
-        );
-        let mut summary = facts::pin(&text, &pinned);
-        while !pinned.is_empty() && measure.tokens(&summary) >= replaced {
-            pinned.pop();
-            summary = facts::pin(&text, &pinned);
-        }
+        let folding = Folding {
+            span: &span,
+            kept: (tail.iter())
+                .chain(messages.get(kept_from..).unwrap_or_default())
+                .collect(),
+            task: first_request,
+            // NOTE: the task goes into the summary only when it is summarized; kept verbatim
+            // ahead of the marker, a copy in the summary would only take its room.
+            heuristic_task: first_request.filter(|_| work.first_summarized.is_some()),
+            previous: work.previous.as_ref().map(|p| p.summary.as_str()),
+            replaced,
+            bound: None,
+            heuristic_tokens: self.options.target_tokens,
+            max_pinned: self.options.max_pinned,
+        };
+        let fold::Summary {
+            text: summary,
+            heuristic,
+            mut pinned,
+            ..
+        } = match fold::summarize(&folding, summary, &measure) {
+            Ok(summary) => summary,
+            Err((phase, reason)) => return self.failed(phase, reason, flush),
+        };
         // the marker, and the conversation with it in place of the span
         let mut marker = CompactionMarker {
             number: self.number,
@@ -1528,7 +994,7 @@ impl CompactPlan {
             tokens_before: self.total,
             tokens_after: self.total,
             head: work.head as u64,
-            key: archive_key(&self.options.session_id, &self.name),
+            key: super::archive::archive_key(&self.options.session_id, &self.name),
             iterations: None,
             summary,
         };
@@ -1723,118 +1189,5 @@ fn single_count(
     }
 }
 
-/// Checks a summary before it replaces anything: not empty, not an error message, shorter
-/// than what it replaces.
-pub fn check_summary(text: &str, replaced: u64, measure: &Measure) -> Result<u64, String> {
-    if text.trim().is_empty() {
-        return Err("the summary is empty".to_owned());
-    }
-    if let Some(what) = looks_like_error(text) {
-        return Err(format!(
-            "the summary looks like {what}, not a summary: {:?}",
-            text.chars().take(120).collect::<String>()
-        ));
-    }
-    let tokens = measure.tokens(text);
-    if tokens >= replaced {
-        return Err(format!(
-            "the summary ({tokens} tokens) is not shorter than what it replaces ({replaced} tokens)"
-        ));
-    }
-    Ok(tokens)
-}
-
-/// What an error text looks like, when `text` is one: an exception or an API error
-/// returned in place of a summary (langchain #38867 saved one as the summary).
-fn looks_like_error(text: &str) -> Option<&'static str> {
-    let t = text.trim_start();
-    let head: String = t.chars().take(400).collect::<String>().to_lowercase();
-    // a JSON error body: {"error": ...} or {"type": "error", ...}
-    if head.starts_with('{') {
-        if let Ok(Value::Object(map)) = serde_json::from_str::<Value>(t) {
-            if map.contains_key("error") || map.get("type").and_then(Value::as_str) == Some("error")
-            {
-                return Some("an API error body");
-            }
-        }
-    }
-    const STARTS: &[(&str, &str)] = &[
-        ("traceback (most recent call last)", "a Python traceback"),
-        ("error:", "an error message"),
-        ("error ", "an error message"),
-        ("exception:", "an exception"),
-        ("uncaught ", "an exception"),
-        ("typeerror:", "an exception"),
-        ("referenceerror:", "an exception"),
-        ("syntaxerror:", "an exception"),
-        ("rangeerror:", "an exception"),
-        ("apierror", "an API error"),
-        ("api error", "an API error"),
-        ("<!doctype html", "an HTML error page"),
-        ("<html", "an HTML error page"),
-        ("internal server error", "an HTTP error"),
-        ("bad gateway", "an HTTP error"),
-        ("service unavailable", "an HTTP error"),
-        ("gateway timeout", "an HTTP error"),
-        ("too many requests", "an HTTP error"),
-        ("request failed", "an HTTP error"),
-        ("i'm sorry, but i can", "a refusal"),
-        ("i’m sorry, but i can", "a refusal"),
-        ("i cannot help", "a refusal"),
-        ("i can't help", "a refusal"),
-    ];
-    if let Some((_, what)) = STARTS.iter().find(|(p, _)| head.starts_with(p)) {
-        return Some(what);
-    }
-    // short texts naming an API failure (a real summary is longer than these)
-    const NAMES: &[&str] = &[
-        "rate_limit_error",
-        "rate limit exceeded",
-        "overloaded_error",
-        "invalid_request_error",
-        "authentication_error",
-        "context_length_exceeded",
-        "maximum context length",
-        "insufficient_quota",
-        "status code 4",
-        "status code 5",
-        "429 too many requests",
-        "503 service unavailable",
-        "500 internal server error",
-        "invalid api key",
-        "incorrect api key",
-    ];
-    if t.chars().count() < 600 && NAMES.iter().any(|n| head.contains(n)) {
-        return Some("an API error");
-    }
-    None
-}
-
-/// Reads a stored archive.
-pub fn read_archive(bytes: &[u8]) -> Option<ArchiveRecord> {
-    crate::json::from_bytes(bytes)
-}
-
 #[cfg(test)]
 mod tests;
-
-/// What [`read_archive`] reads of an archive but its messages, which are checked to be a list
-/// of JSON values and skipped, not built: whether an archive is a record this version reads,
-/// for a reader that parses its messages itself (the bindings hand the text to `JSON.parse`).
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-#[allow(dead_code)] // NOTE: the fields are what is checked; none is read.
-struct ArchiveHead {
-    version: u32,
-    number: u32,
-    format: Format,
-    previous: Option<Vec<String>>,
-    messages: Vec<serde::de::IgnoredAny>,
-    #[serde(default)]
-    continues: bool,
-}
-
-/// Whether `bytes` are an archive [`read_archive`] reads, without building its messages.
-pub fn is_archive(bytes: &[u8]) -> bool {
-    crate::json::from_bytes::<ArchiveHead>(bytes).is_some()
-}

@@ -31,13 +31,15 @@ use serde_json::json;
 #[cfg(target_arch = "wasm32")]
 use tsify::Tsify;
 
-use super::compact::{self, CompactOptions, CompactPlan, CompactReport, SummaryOutcome};
+use super::compact::{self, CompactOptions, CompactPlan, CompactReport};
 use super::decision::{self, Cut, CutCopy, DecisionMemo, Shape};
 use super::evict::EvictOptions;
 use super::flush::{self, resolve, FlushOptions, FlushOutcome, FlushReport, FlushRequest};
+use super::fold::{self, SummaryOutcome};
 use super::offload::{self, OffloadOptions};
 use super::prune::PruneOptions;
 use super::state::{Horizon, SavedTokens, SessionState};
+use super::{archive, marker};
 use super::{
     result_sites, result_sites_paired, Action, Edit, Failure, Measure, Outcome, ResultSite, Save,
     Turns,
@@ -430,9 +432,9 @@ pub enum Need<'a> {
     Compact {
         /// The archive's saves, each made when asked for (store one before asking for the
         /// next, and the two copies of the span are never in memory together).
-        saves: compact::ArchiveSaves<'a>,
+        saves: archive::ArchiveSaves<'a>,
         /// The summary request.
-        request: Option<&'a compact::SummaryRequest>,
+        request: Option<&'a fold::SummaryRequest>,
     },
     /// Call [`Prepare::finish`].
     Done,
@@ -750,7 +752,7 @@ impl Prepare {
 
     /// The archive saves of the compaction [`Need::Compact`] asked for, while it waits for
     /// their outcomes.
-    pub fn archive_saves(&self) -> Option<compact::ArchiveSaves<'_>> {
+    pub fn archive_saves(&self) -> Option<archive::ArchiveSaves<'_>> {
         match &self.stage {
             Stage::Compacting(plan) => Some(plan.saves()),
             _ => None,
@@ -1485,9 +1487,9 @@ impl Prepare {
                 return format!(
                     "the compaction failed ({}): {}",
                     compaction.phase.map_or("plan", |p| match p {
-                        compact::Phase::Archive => "archive",
-                        compact::Phase::Summarize => "summarize",
-                        compact::Phase::Check => "check",
+                        fold::Phase::Archive => "archive",
+                        fold::Phase::Summarize => "summarize",
+                        fold::Phase::Check => "check",
                     }),
                     compaction.reason.as_deref().unwrap_or("no reason given")
                 );
@@ -1544,7 +1546,7 @@ impl Prepare {
             .horizon
             .as_ref()
             .and_then(|h| exchange_end(&result_sites(&self.conversation), &h.call))
-            .or_else(|| compact::latest_marker(self.conversation.messages()).map(|(at, _)| at + 1));
+            .or_else(|| marker::latest_marker(self.conversation.messages()).map(|(at, _)| at + 1));
         if let (true, Some(end)) = (room > 0, end) {
             let at = end.saturating_sub(1);
             if let Some(message) = self.conversation.messages_mut().get_mut(at) {

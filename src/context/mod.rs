@@ -1,26 +1,54 @@
-//! The context layer's reversible tiers: offload huge tool results to a store, prune old ones,
-//! evict the contents of file writes, and read it all back.
+//! The context layer: keeps a conversation inside its model's window without losing a byte of
+//! what the user or the tools said.
 //!
 //! Sans-IO (DESIGN.md, "How the context layer is built"): this module decides and rewrites and
 //! never waits on anything. What needs the outside world is a plan: [`offload::plan_messages`]
 //! returns the saves to make ([`Save`]: a key and bytes), the driver (JS, in pkg-template)
 //! performs them with its timeouts, and [`offload::OffloadPlan::apply`] takes one [`Outcome`]
-//! per save and replaces only the parts whose copy was confirmed. Pruning and eviction need no
-//! store and are plain functions. Reading back ([`recovery`]) takes the bytes the driver
-//! loaded. Nothing here reads a clock or randomness: the same input and options give the same
-//! output, byte for byte, and keys derive from content and call id.
+//! per save and replaces only the parts whose copy was confirmed. Reading back ([`recovery`])
+//! takes the bytes the driver loaded. Nothing here reads a clock or randomness: the same input
+//! and options give the same output, byte for byte, and keys derive from content and call id.
 //!
 //! Every tier reads the conversation through the one message model ([`crate::messages`]),
 //! edits only tool results and tool-call inputs (never user or assistant text, never thinking
 //! or its signatures), and reports every edit ([`report`]).
+//!
+//! # The modules
+//!
+//! | what | modules |
+//! | --- | --- |
+//! | the tiers: cut a tool result or a file write's input, its copy stored first | [`offload`], [`prune`], [`evict`], [`result`] (where a result's text sits), [`recovery`] (reading copies back) |
+//! | the fold: older messages archived and replaced by a summary | [`fold`] (the pipeline every fold shares), [`archive`] (the stored record), [`marker`] (what stands in the span's place), [`heuristic`] (the summary without a summarizer), [`transcript`], [`facts`] (the details pinned) |
+//! | the policies that choose what to cut or fold | [`decision`] (the keeper's cuts), [`usage`] (what the agent used since), [`compact`] (a cut point), [`rolling`] (the rolling window's iterations), [`flush`] (the memory flush before a fold) |
+//! | the keeper: one call a turn, ordering the rest | [`keeper`] (its sans-IO machine), [`state`] (the session state it stores) |
+//!
+//! # Words
+//!
+//! - *turn*: one assistant message (or one step of an AI SDK `UIMessage`) with the tool results
+//!   that answer it ([`Turns`]); the rolling window calls a turn with the user message before
+//!   it an *iteration*.
+//! - *exchange*: a tool call and its result; nothing ever splits one.
+//! - *cut*: a tier's edit of one text (offload, soft trim, hard clear, evict), made only once
+//!   its copy is stored; a *standing* cut is one an earlier call made, re-applied.
+//! - *decision*: the set of cuts the keeper makes at one call, brought down to a target; it
+//!   *holds* (is not re-made) for `minTurnsBetween` turns, so the prompt's prefix stays.
+//! - *fold*: older messages archived and replaced by one *marker* holding their summary
+//!   (compaction, the rolling window, the keeper's compaction); a marker's *overlay* in the
+//!   state lets the full history be recognised and the fold re-applied without a summarizer.
+//! - *budget*: the thresholds of the window the keeper works to (`pruneAt`, `compactAt`, ...).
+//! - *plan*: the sans-IO value a call returns, saying what the driver must store, load or ask;
+//!   the *driver* performs it and hands back each outcome.
 
+pub mod archive;
 pub mod compact;
 pub mod decision;
 pub mod evict;
 pub mod facts;
 pub mod flush;
+pub mod fold;
 pub mod heuristic;
 pub mod keeper;
+pub mod marker;
 pub mod offload;
 pub mod prune;
 pub mod recovery;

@@ -22,12 +22,12 @@
 //! previous summary, into the next one. Only a budget the raw iterations overflow folds
 //! between intervals.
 //!
-//! Sans-IO like compaction ([`super::compact`]), and with its parts: [`plan`] reads the
-//! conversation and the stored [`RollingState`] and returns a [`RollingPlan`] whose archive
-//! saves and summary request the driver performs; [`RollingPlan::finish`] checks the summary
-//! ([`check_summary`]: not empty, not an error text, shorter than what it replaces) and only then
-//! writes it. A failure (the archive, the summarizer, its timeout, the check) keeps the raw
-//! iterations, is recorded in the state with its reason, and is retried at the next interval.
+//! A policy of the fold ([`super::fold`]), as compaction is: [`plan`] reads the conversation
+//! and the stored [`RollingState`] and returns a [`RollingPlan`] whose archive saves and summary
+//! request the driver performs; [`RollingPlan::finish`] checks the summary (not empty, not an
+//! error text, shorter than what it replaces, within its bound) and only then writes it. A
+//! failure (the archive, the summarizer, its timeout, the check) keeps the raw iterations, is
+//! recorded in the state with its reason, and is retried at the next interval.
 //!
 //! NOTE: the summary is written as our compaction marker (`<context-keeper-compaction ...>`,
 //! with `iterations` in its header), not a tag of its own: it means the same thing (a summary of
@@ -42,16 +42,19 @@ use serde_json::{json, Value};
 #[cfg(target_arch = "wasm32")]
 use tsify::Tsify;
 
-use super::compact::{
-    allowed_cuts, archive_key, blocks_of, check_summary, has_results, latest_marker,
-    marker_message, marker_shape, ArchiveSaves, ArchiveSpan, MarkerInfo, MessageValues, Phase,
-    SaveFailure, SummaryOutcome, SummaryRequest, DEFAULT_MAX_PINNED, DEFAULT_PROMPT,
+use super::archive::{ArchiveSaves, ArchiveSpan, SaveFailure};
+use super::compact::{allowed_cuts, has_results};
+use super::facts::Fact;
+use super::fold::{
+    self, Folding, Phase, SummaryOutcome, SummaryRequest, DEFAULT_MAX_PINNED,
     DEFAULT_TRANSCRIPT_TOKENS,
 };
-use super::facts::{self, Fact};
-use super::state::{chain, Chain, MarkerShape};
+use super::marker::{
+    blocks_of, latest_marker, marker_message, marker_shape, MarkerInfo, MarkerShape,
+};
+use super::state::{chain, Chain};
 use super::text::{utf16_len, utf16_prefix, utf16_suffix};
-use super::{heuristic, transcript, Measure, Outcome, Turns, NAMESPACE};
+use super::{Measure, Outcome, Turns, NAMESPACE};
 use crate::counting::{CountMessagesError, CountMessagesOptions, Counter, MessagesCount};
 use crate::messages::{
     parse_messages_value, CompactionMarker, Conversation, Format, Message, MessagesOptions,
@@ -780,42 +783,6 @@ fn fair_shares(costs: &[u64], budget: u64) -> Vec<u64> {
     shares
 }
 
-/// `text` within `max` tokens: as it is, or cut at the last line or sentence end that fits,
-/// with a note. Whether it was trimmed.
-pub fn trim_summary(text: &str, max: u64, measure: &Measure) -> (String, bool) {
-    if measure.tokens(text) <= max {
-        return (text.to_owned(), false);
-    }
-    let note = format!("\n[summary trimmed by context-keeper to fit {max} tokens]");
-    let fits = |units: usize| {
-        let end = utf16_prefix(text, units);
-        let body = text.get(..end).unwrap_or_default();
-        measure.tokens(body) + measure.tokens(&note) <= max
-    };
-    let (mut lo, mut hi) = (0usize, utf16_len(text));
-    while lo < hi {
-        let mid = lo + (hi - lo).div_ceil(2);
-        if fits(mid) {
-            lo = mid;
-        } else {
-            hi = mid - 1;
-        }
-    }
-    let prefix = text.get(..utf16_prefix(text, lo)).unwrap_or_default();
-    // the last line end, else sentence end, else word end, in the second half of what fits
-    let half = prefix.len() / 2;
-    let line = prefix.rfind('\n').filter(|&at| at >= half);
-    let sentence = [". ", "! ", "? ", "。"]
-        .iter()
-        .filter_map(|end| prefix.rfind(end).map(|at| at + end.trim_end().len()))
-        .max()
-        .filter(|&at| at >= half);
-    let word = prefix.rfind(char::is_whitespace).filter(|&at| at >= half);
-    let end = line.or(sentence).or(word).unwrap_or(prefix.len());
-    let body = prefix.get(..end).unwrap_or(prefix).trim_end();
-    (format!("{body}{note}"), true)
-}
-
 /// The part of `counts` from `from`, summed.
 fn sum_from(costs: &[u64], from: usize) -> u64 {
     costs.get(from..).map_or(0, |c| c.iter().sum())
@@ -1286,40 +1253,24 @@ impl RollingPlan {
             self.state.chain.as_deref().and_then(Chain::from_hex)
         };
         fold.chain_end = known.map(|c| self.chain_of(from, to, c));
-        let span_chain = chain(Chain::default(), &fold.span);
-        let name = format!(
-            "rolling-{:04}-{}",
-            fold.number,
-            span_chain.to_hex().get(..16).unwrap_or_default()
-        );
-        fold.key = archive_key(&self.options.session_id, &name);
-        let messages = MessageValues::new(fold.span.clone());
+        let name = fold::archive_name("rolling-", fold.number, &fold.span);
+        fold.key = super::archive::archive_key(&self.options.session_id, &name);
         let first = span_pieces.first().map_or(0, |p| p.index);
-        // NOTE: the two saves are made when the driver asks for each (`ArchiveSaves`).
-        let previous_key = (previous.as_ref())
-            .map(|p| p.key.clone())
-            .filter(|k| !k.is_empty());
-        self.archive = Some(ArchiveSpan::new(
-            fold.key.clone(),
-            messages.clone(),
+        let (archive, request) = fold::ask(fold::Ask {
+            span: &fold.span,
             first,
-            (fold.number, self.format, previous_key, false),
-        ));
-        let budget =
-            usize::try_from(self.options.transcript_tokens.saturating_mul(4)).unwrap_or(usize::MAX);
-        let prompt = self
-            .options
-            .prompt
-            .as_deref()
-            .unwrap_or(DEFAULT_PROMPT)
-            .replace("{targetTokens}", &self.budgets.summary.to_string());
-        self.request = Some(SummaryRequest {
-            messages,
-            previous_summary: previous.as_ref().map(|p| p.summary.clone()),
-            prompt,
+            session_id: &self.options.session_id,
+            name: &name,
+            number: fold.number,
+            format: self.format,
+            previous: previous.as_ref(),
+            continues: false,
+            prompt: self.options.prompt.as_deref(),
             target_tokens: self.budgets.summary,
-            transcript: transcript::render(&fold.span, first, Some(budget)),
+            transcript_tokens: self.options.transcript_tokens,
         });
+        self.archive = Some(archive);
+        self.request = Some(request);
         fold.previous = previous;
         self.fold = Some(fold);
     }
@@ -1365,86 +1316,37 @@ impl RollingPlan {
         };
         let failures = self.saves().failures(archive);
         self.archive = None;
-        if !failures.is_empty() {
-            let reason = format!(
-                "the archive could not be stored ({}); the iterations stay raw",
-                failures.first().map_or("", |f| f.reason.as_str())
-            );
+        if let Some(reason) = fold::archive_failed(&failures, "the iterations stay raw") {
             let mut out = self.failed(Phase::Archive, reason, counter);
             out.report.failures = failures;
             return out;
         }
-        let previous_summary = fold.previous.as_ref().map(|p| p.summary.clone());
         let goal_text = self.goal_text();
         let cap = self.budgets.summary;
-        let (text, heuristic) = match summary {
-            SummaryOutcome::Text(text) => (text, false),
-            SummaryOutcome::Heuristic => {
-                let chars = usize::try_from(cap.saturating_mul(4)).unwrap_or(usize::MAX);
-                (
-                    heuristic::heuristic_summary(
-                        &fold.span,
-                        goal_text.as_deref(),
-                        previous_summary.as_deref(),
-                        chars,
-                    ),
-                    true,
-                )
-            }
-            SummaryOutcome::Failed(reason) => {
-                return self.failed(Phase::Summarize, reason, counter)
-            }
-            SummaryOutcome::NotCalled => {
-                return self.failed(
-                    Phase::Summarize,
-                    "the summarizer was not called".to_owned(),
-                    counter,
-                )
-            }
-        };
-        let text = text.trim().to_owned();
-        if let Err(reason) = check_summary(&text, fold.replaced, &self.measure) {
-            return self.failed(Phase::Check, reason, counter);
-        }
-        let (text, trimmed) = trim_summary(&text, cap, &self.measure);
-        // pin what the summary lost and the work still names, within the bound
         let to = self.local(fold.to);
-        let span_texts: Vec<String> = fold
-            .span
-            .iter()
-            .flat_map(|m| facts::message_texts(m).into_iter().map(|t| t.into_owned()))
-            .chain(previous_summary)
-            .collect();
-        let keep_texts: Vec<String> = self
-            .iterations
-            .get(to..)
-            .unwrap_or_default()
-            .iter()
-            .flatten()
-            .flat_map(|p| {
-                facts::message_texts(&p.message)
-                    .into_iter()
-                    .map(|t| t.into_owned())
-            })
-            .chain(goal_text)
-            .collect();
-        let span_refs: Vec<&str> = span_texts.iter().map(String::as_str).collect();
-        let keep_refs: Vec<&str> = keep_texts.iter().map(String::as_str).collect();
-        let mut pinned = facts::missing_facts(
-            &span_refs,
-            &keep_refs,
-            &keep_refs,
-            &text,
-            self.options.max_pinned,
-        );
-        let mut summary = facts::pin(&text, &pinned);
-        while !pinned.is_empty()
-            && (self.measure.tokens(&summary) > cap
-                || self.measure.tokens(&summary) >= fold.replaced)
-        {
-            pinned.pop();
-            summary = facts::pin(&text, &pinned);
-        }
+        let folding = Folding {
+            span: &fold.span,
+            kept: (self.iterations.get(to..).unwrap_or_default().iter())
+                .flatten()
+                .map(|p| &p.message)
+                .collect(),
+            task: goal_text.as_deref(),
+            heuristic_task: goal_text.as_deref(),
+            previous: fold.previous.as_ref().map(|p| p.summary.as_str()),
+            replaced: fold.replaced,
+            bound: Some(cap),
+            heuristic_tokens: cap,
+            max_pinned: self.options.max_pinned,
+        };
+        let fold::Summary {
+            text: summary,
+            heuristic,
+            trimmed,
+            pinned,
+        } = match fold::summarize(&folding, summary, &self.measure) {
+            Ok(summary) => summary,
+            Err((phase, reason)) => return self.failed(phase, reason, counter),
+        };
         let previous = fold.previous.as_ref();
         let marker = CompactionMarker {
             number: fold.number,

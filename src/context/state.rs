@@ -10,6 +10,7 @@
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_128;
 
+use super::marker::MarkerShape;
 use super::NAMESPACE;
 use crate::messages::{CompactionMarker, Message};
 
@@ -28,24 +29,6 @@ pub fn state_key(session_id: &str) -> Vec<String> {
         "state".to_owned(),
         "session".to_owned(),
     ]
-}
-
-/// How the marker message is written, so that the roles around it are in an order the
-/// conversation's provider accepts. Only Anthropic requires alternating roles (the validator's
-/// `roleOrder`); elsewhere the marker is always a user message of its own.
-// NOTE: here, with the overlay that records it, so that the state depends on no tier.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum MarkerShape {
-    #[default]
-    /// A user message of its own.
-    User,
-    /// An assistant message of its own: between two user messages.
-    Assistant,
-    /// The message before it is a user message (the first request) and the recent turns start
-    /// with the assistant: one user message holding that message's blocks, verbatim, then the
-    /// marker's block.
-    AfterBlocks,
 }
 
 /// One compaction, as the state records it.

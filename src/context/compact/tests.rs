@@ -1,4 +1,7 @@
 use super::*;
+use crate::context::archive::{is_archive, read_archive};
+use crate::context::fold::check_summary;
+use crate::context::marker::{active_indices, is_native_marker};
 use crate::messages::{parse_messages, validate_conversation, MessagesOptions};
 use serde_json::json;
 

@@ -1,4 +1,5 @@
 use super::*;
+use crate::context::heuristic;
 use crate::messages::{parse_messages, validate_conversation};
 use serde_json::json;
 
@@ -359,7 +360,7 @@ fn the_archive_holds_the_folded_iterations_and_chains_to_the_previous_one() {
     let mut state = RollingState::default();
     let input = agent(Kind::OpenAi, 10);
     let p = planned(&input, &options(), &state);
-    let record = super::super::compact::read_archive(&p.saves().make(0).unwrap().bytes).unwrap();
+    let record = super::super::archive::read_archive(&p.saves().make(0).unwrap().bytes).unwrap();
     assert_eq!(record.messages, input.as_array().unwrap()[2..12].to_vec());
     assert_eq!(record.previous, None);
     assert!(p.saves().to_vec()[0].key[3].starts_with("rolling-0001-"));
@@ -375,7 +376,7 @@ fn the_archive_holds_the_folded_iterations_and_chains_to_the_previous_one() {
     );
     state = out.state.unwrap();
     let p = planned(&agent(Kind::OpenAi, 20), &options(), &state);
-    let record = super::super::compact::read_archive(&p.saves().make(0).unwrap().bytes).unwrap();
+    let record = super::super::archive::read_archive(&p.saves().make(0).unwrap().bytes).unwrap();
     assert_eq!(record.previous, Some(first_key));
     assert_eq!(record.number, 2);
     let previous = p
