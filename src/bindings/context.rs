@@ -158,7 +158,7 @@ pub(super) fn summary_request_js(request: &SummaryRequest) -> Result<JsValue, Co
 pub(super) fn set(object: &js_sys::Object, key: &str, value: &JsValue) -> Result<(), ContextError> {
     js_sys::Reflect::set(object, &key.into(), value)
         .map(drop)
-        .map_err(|err| ContextError::internal(super::error_message(&err)))
+        .map_err(|err| ContextError::internal(super::walk::error_message(&err)))
 }
 
 /// The conversation in the caller's shape: the input itself when nothing changed, else a new

@@ -265,7 +265,7 @@ pub fn repair_messages(
     let set = |key: &str, value: &JsValue| {
         js_sys::Reflect::set(&result, &key.into(), value)
             .map(drop)
-            .map_err(|err| MessagesError::Internal(super::error_message(&err)))
+            .map_err(|err| MessagesError::Internal(super::walk::error_message(&err)))
     };
     if outcome.report.is_empty() {
         // Nothing to change: hand back the caller's own array rather than a copy of it.
@@ -298,7 +298,7 @@ pub(super) fn message_list(input: &JsValue) -> Result<js_sys::Array, MessagesErr
         return Ok(input.clone().unchecked_into());
     }
     Ok(js_sys::Reflect::get(input, &"messages".into())
-        .map_err(|err| MessagesError::Internal(super::error_message(&err)))?
+        .map_err(|err| MessagesError::Internal(super::walk::error_message(&err)))?
         .unchecked_into())
 }
 
@@ -451,7 +451,7 @@ pub(super) fn write_back_reusing(
     // repair never edits the system prompt, so the caller's `system` stays.
     let envelope = js_sys::Object::assign(&js_sys::Object::new(), input.unchecked_ref());
     js_sys::Reflect::set(&envelope, &"messages".into(), &out)
-        .map_err(|err| MessagesError::Internal(super::error_message(&err)))?;
+        .map_err(|err| MessagesError::Internal(super::walk::error_message(&err)))?;
     Ok(envelope.into())
 }
 
@@ -491,7 +491,7 @@ pub fn boundary_probe(messages: JsValue, strategy: &str) -> Result<JsValue, Mess
             .map_err(|e| MessagesError::Internal(e.to_string()));
     }
     let text = js_sys::JSON::stringify(&messages)
-        .map_err(|err| MessagesError::Internal(super::error_message(&err)))?
+        .map_err(|err| MessagesError::Internal(super::walk::error_message(&err)))?
         .as_string()
         .unwrap_or_default();
     let conversation = messages::parse_messages_str(&text, &options)?;
@@ -501,5 +501,6 @@ pub fn boundary_probe(messages: JsValue, strategy: &str) -> Result<JsValue, Mess
         conversation.into_json_string(),
         serde_json::to_string(&problems).map_err(|e| MessagesError::Internal(e.to_string()))?
     );
-    js_sys::JSON::parse(&out).map_err(|err| MessagesError::Internal(super::error_message(&err)))
+    js_sys::JSON::parse(&out)
+        .map_err(|err| MessagesError::Internal(super::walk::error_message(&err)))
 }

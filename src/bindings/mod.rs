@@ -119,15 +119,7 @@ pub fn read_json(value: &JsValue) -> Result<Option<String>, String> {
 /// ours, described for an `Internal` error variant.
 fn to_js<T: serde::Serialize>(value: &T) -> Result<JsValue, String> {
     let text = serde_json::to_string(value).map_err(|e| e.to_string())?;
-    js_sys::JSON::parse(&text).map_err(|err| error_message(&err))
-}
-
-/// The message of a thrown value (an `Error`'s message, or the value as a string).
-fn error_message(err: &JsValue) -> String {
-    match err.dyn_ref::<js_sys::Error>() {
-        Some(err) => err.message().into(),
-        None => err.as_string().unwrap_or_else(|| "an exception".to_owned()),
-    }
+    js_sys::JSON::parse(&text).map_err(|err| walk::error_message(&err))
 }
 
 /// The JS `typeof` of a value, for error messages; "array" and "null" told apart from "object".

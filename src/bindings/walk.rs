@@ -24,8 +24,6 @@ use serde_json::{Map, Number, Value};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::error_message;
-
 /// How deep a value may nest: serde_json's limit for JSON text, so both readings agree.
 pub const MAX_DEPTH: usize = 128;
 
@@ -823,4 +821,12 @@ fn number(n: f64) -> Value {
         }
     }
     Number::from_f64(n).map_or(Value::Null, Value::Number)
+}
+
+/// The message of a thrown value (an `Error`'s message, or the value as a string).
+pub(crate) fn error_message(err: &JsValue) -> String {
+    match err.dyn_ref::<js_sys::Error>() {
+        Some(err) => err.message().into(),
+        None => err.as_string().unwrap_or_else(|| "an exception".to_owned()),
+    }
 }

@@ -11,11 +11,13 @@ use std::sync::{Mutex, PoisonError};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{
-    count_bounded, count_conversation, counts_exactly, messages_options, model_info_with, options,
-    setup, CacheStats, CountCache, CountMessagesError, CountMessagesOptions, Counting, Memo,
-    MessageKey, MessagesCount, ModelOverrides, OptionsError, Request, DEFAULT_CAPACITY,
+use super::cache::{CacheStats, CountCache, MessageKey, DEFAULT_CAPACITY};
+use super::conversation::{
+    count_bounded, count_conversation, counts_exactly, messages_options, setup, CountMessagesError,
+    Counting, MessagesCount, Request,
 };
+use super::memo::Memo;
+use super::options::{self, model_info_with, CountMessagesOptions, ModelOverrides, OptionsError};
 use crate::messages::{parse_messages_value, Conversation};
 use crate::model::normalize;
 

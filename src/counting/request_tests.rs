@@ -4,7 +4,8 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::count::count_tokens;
-use crate::messages::{detect_format, parse_messages, repair_messages};
+use crate::encoding::Encoding;
+use crate::messages::{detect_format, parse_messages, repair_messages, Format, MessagesOptions};
 
 fn counted(input: Value, options: &CountMessagesOptions) -> MessagesCount {
     count_value(input, options, None).unwrap().0

@@ -2,7 +2,11 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::count::count_tokens;
-use crate::messages::parse_messages;
+use crate::encoding::Encoding;
+use crate::messages::{
+    parse_messages, parse_messages_value, Conversation, Format, MessagesOptions,
+};
+use crate::model::model_info;
 
 fn conv(value: &Value) -> Conversation {
     parse_messages(value, &MessagesOptions::default()).unwrap()

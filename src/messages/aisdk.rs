@@ -19,11 +19,10 @@ use std::mem;
 
 use serde_json::{json, Map, Value};
 
+use super::content::parse_content;
 use super::error::{as_obj, into_obj, opt_bool, opt_obj, opt_str, req_role, req_str, ParseError};
-use super::model::{
-    Form, Format, KeyCell, Message, MessageData, Part, PartInfo, PartKind, Role, Slot,
-};
-use super::parse_content;
+use super::format::Format;
+use super::model::{Form, KeyCell, Message, MessageData, Part, PartInfo, PartKind, Role, Slot};
 
 const ROLES: &str = "\"system\", \"user\", \"assistant\" or \"tool\"";
 

@@ -12,6 +12,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::format::Format;
+
 /// The text every compaction marker starts with.
 pub const COMPACTION_TAG: &str = "<context-keeper-compaction";
 const CLOSING_TAG: &str = "</context-keeper-compaction>";
@@ -110,20 +112,20 @@ pub fn is_native_compaction(raw: &Value) -> bool {
 /// message blocks and stay. OpenAI's Responses compaction item is not one of these: the
 /// window `/responses/compact` returns keeps the user messages before its item, so nothing
 /// before it can be assumed dropped.
-pub fn drops_earlier_context(format: super::Format, raw: &Value) -> bool {
+pub fn drops_earlier_context(format: Format, raw: &Value) -> bool {
     match format {
-        super::Format::Anthropic => {
+        Format::Anthropic => {
             raw.get("type").and_then(Value::as_str) == Some("compaction")
                 && raw.get("content").is_some_and(Value::is_string)
         }
-        super::Format::AiSdk => ["providerOptions", "providerMetadata"].iter().any(|field| {
+        Format::AiSdk => ["providerOptions", "providerMetadata"].iter().any(|field| {
             raw.get(*field)
                 .and_then(|o| o.get("anthropic"))
                 .and_then(|a| a.get("type"))
                 .and_then(Value::as_str)
                 == Some("compaction")
         }),
-        super::Format::OpenAi => false,
+        Format::OpenAi => false,
     }
 }
 

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::model::Format;
+use super::format::Format;
 
 /// The format of `input` (a message array, or an object with `messages`), from the fields only
 /// one format has; `None` when nothing tells them apart (plain string contents), in which case

@@ -30,8 +30,10 @@
 mod aisdk;
 mod anthropic;
 mod compaction;
+mod content;
 mod detect;
 mod error;
+mod format;
 mod model;
 mod openai;
 mod pairing;
@@ -39,7 +41,6 @@ mod repair;
 mod skim;
 mod validate;
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use compaction::{
@@ -50,9 +51,10 @@ pub use detect::{detect_format, FormatVotes};
 #[cfg(all(target_arch = "wasm32", feature = "full"))]
 pub(crate) use error::type_name;
 pub use error::{ParseError, ParseErrorKind};
+pub use format::{Format, MessagesOptions};
 pub use model::{
-    Conversation, EditError, Format, Message, MessageKey, Part, PartKind, ResultShape, Role,
-    Segment, ToolInput,
+    Conversation, EditError, Message, MessageKey, Part, PartKind, ResultShape, Role, Segment,
+    ToolInput,
 };
 pub use pairing::{
     pair_tools, DuplicateCall, PairingGraph, PartRef, StrayReason, StrayResult, ToolExchange,
@@ -64,20 +66,6 @@ pub use repair::{
 };
 pub use skim::{is_skimmable, SKIMMABLE_FIELDS, SKIM_UNITS};
 pub use validate::{validate_conversation, Problem, ProblemKind};
-
-use model::{Form, Part as ModelPart, PartInfo, Slot};
-
-/// Options for reading, validating and repairing messages. From JS: `{ format?, allowPendingCalls? }`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct MessagesOptions {
-    /// The input's format; when absent it is detected ([`detect_format`]), and plain
-    /// conversations that every format reads alike are read as OpenAI.
-    pub format: Option<Format>,
-    /// Accept tool calls without results when only results follow them (the host is about to
-    /// run the tools). Default `false`.
-    pub allow_pending_calls: bool,
-}
 
 /// What a conversation must be, for error messages.
 const CONVERSATION: &str = "an array of messages or a request object with a `messages` array";
@@ -238,32 +226,6 @@ pub fn parse_message(format: Format, value: Value) -> Result<Message, ParseError
         Format::OpenAi => openai::parse_message(value),
         Format::Anthropic => anthropic::parse_message(value),
         Format::AiSdk => aisdk::parse_message(value),
-    }
-}
-
-/// Reads a message's `content` (already taken out of it) into parts.
-pub(crate) fn parse_content(
-    format: Format,
-    content: Option<Value>,
-    item: fn(&Value) -> Result<PartInfo, ParseError>,
-) -> Result<(Form, Vec<ModelPart>), ParseError> {
-    match content {
-        None => Ok((Form::Absent, Vec::new())),
-        Some(Value::Null) => Ok((Form::Null, Vec::new())),
-        Some(Value::String(s)) => Ok((Form::String, vec![ModelPart::content_string(format, s)])),
-        Some(Value::Array(items)) => {
-            let mut parts = Vec::with_capacity(items.len());
-            for (j, value) in items.into_iter().enumerate() {
-                let info = item(&value).map_err(|e| e.under(format_args!(".content[{j}]")))?;
-                parts.push(ModelPart::from_info(format, Slot::Item, info, value));
-            }
-            Ok((Form::Array, parts))
-        }
-        Some(other) => Err(ParseError::expected(
-            ".content",
-            "a string or an array",
-            Some(&other),
-        )),
     }
 }
 

@@ -13,49 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::compaction::{CompactionMarker, COMPACTION_TAG};
-
-/// A message format: the JSON shape one SDK uses for a conversation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum Format {
-    /// OpenAI Chat Completions (`messages` of the `/v1/chat/completions` request).
-    #[serde(rename = "openai")]
-    OpenAi,
-    /// Anthropic Messages (`messages`, and `system`, of the `/v1/messages` request).
-    #[serde(rename = "anthropic")]
-    Anthropic,
-    /// Vercel AI SDK `ModelMessage` (v5; also the v4 `args`/`result` names), and `UIMessage`
-    /// (what `useChat` holds: `parts` instead of `content`).
-    #[serde(rename = "aisdk", alias = "ai-sdk")]
-    AiSdk,
-}
-
-impl Format {
-    /// Every format, in the order detection breaks ties.
-    pub const ALL: [Format; 3] = [Format::OpenAi, Format::Anthropic, Format::AiSdk];
-
-    /// The name used in options and reports: `openai`, `anthropic` or `aisdk`.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Format::OpenAi => "openai",
-            Format::Anthropic => "anthropic",
-            Format::AiSdk => "aisdk",
-        }
-    }
-
-    /// The format a name in options means (`ai-sdk` also reads as `aisdk`).
-    pub fn from_name(name: &str) -> Option<Format> {
-        match name {
-            "ai-sdk" => Some(Format::AiSdk),
-            _ => Format::ALL.into_iter().find(|f| f.name() == name),
-        }
-    }
-}
-
-impl fmt::Display for Format {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+use super::format::Format;
 
 /// Who a message is from. Each format accepts a subset; see the adapters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

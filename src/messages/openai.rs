@@ -16,11 +16,11 @@ use std::mem;
 
 use serde_json::{json, Value};
 
+use super::aisdk;
+use super::content::parse_content;
 use super::error::{as_obj, into_obj, opt_obj, opt_str, req_role, req_str, ParseError};
-use super::model::{
-    Form, Format, KeyCell, Message, MessageData, Part, PartInfo, PartKind, Role, Slot,
-};
-use super::{aisdk, parse_content};
+use super::format::Format;
+use super::model::{Form, KeyCell, Message, MessageData, Part, PartInfo, PartKind, Role, Slot};
 
 const ROLES: &str = "\"system\", \"developer\", \"user\", \"assistant\", \"tool\" or \"function\"";
 

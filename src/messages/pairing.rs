@@ -14,7 +14,8 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::model::{Conversation, Format, Message, PartKind, Role, Slot};
+use super::format::Format;
+use super::model::{Conversation, Message, PartKind, Role, Slot};
 
 /// A part's place: message index and part index in [`super::Message::parts`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]

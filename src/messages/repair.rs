@@ -5,7 +5,8 @@ use std::collections::{BTreeMap, HashSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::model::{Conversation, Form, Format, Message, Part, PartKind, Role, Slot};
+use super::format::Format;
+use super::model::{Conversation, Form, Message, Part, PartKind, Role, Slot};
 use super::pairing::{is_ui_call, pair_messages, PartRef, StrayReason};
 use super::validate::{empty_content, problems_with, Problem, ProblemKind};
 use super::{aisdk, anthropic, openai, MessagesOptions};

@@ -2,7 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::model::{Conversation, Form, Format, Message, PartKind, Role, Slot};
+use super::format::Format;
+use super::model::{Conversation, Form, Message, PartKind, Role, Slot};
 use super::pairing::{is_ui_call, pair_messages, PairingGraph, StrayReason};
 use super::MessagesOptions;
 
