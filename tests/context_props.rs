@@ -25,7 +25,7 @@ use context_keeper::context::offload::{plan_messages, OffloadOptions};
 use context_keeper::context::prune::{prune, PruneOptions};
 use context_keeper::context::recovery::decode;
 use context_keeper::context::rolling::{
-    self, Budget, RollingOptions, RollingOutcome, RollingState, SectionBudget,
+    self, RollingBudget, RollingOptions, RollingOutcome, RollingState, SectionBudget,
 };
 use context_keeper::context::state::SessionState;
 use context_keeper::context::{Original, Outcome};
@@ -398,7 +398,7 @@ proptest! {
                 session_id: "p".into(),
                 keep_iterations: keep,
                 resummarize_every: every,
-                budget: recent.map(|r| Budget::Sections(SectionBudget { recent: Some(r), ..SectionBudget::default() })),
+                budget: recent.map(|r| RollingBudget::Sections(SectionBudget { recent: Some(r), ..SectionBudget::default() })),
                 now: Some("t".into()),
                 ..RollingOptions::default()
             };

@@ -100,14 +100,14 @@ pub struct SectionBudget {
 /// recent iterations get the rest).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
-pub enum Budget {
+pub enum RollingBudget {
     /// The whole prompt, in tokens.
     Total(u64),
     /// Per section.
     Sections(SectionBudget),
 }
 
-impl<'de> Deserialize<'de> for Budget {
+impl<'de> Deserialize<'de> for RollingBudget {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let value = Value::deserialize(deserializer)?;
         match value {
@@ -118,14 +118,14 @@ impl<'de> Deserialize<'de> for Budget {
                         .filter(|f| f.fract() == 0.0 && *f >= 0.0 && *f < 1e18)
                         .map(|f| f as u64)
                 })
-                .map(Budget::Total)
+                .map(RollingBudget::Total)
                 .ok_or_else(|| {
                     D::Error::custom(format!(
                         "expected a whole number of tokens (the total), found {n}"
                     ))
                 }),
             Value::Object(_) => serde_json::from_value(value)
-                .map(Budget::Sections)
+                .map(RollingBudget::Sections)
                 .map_err(D::Error::custom),
             other => Err(D::Error::custom(format!(
                 "expected a number of tokens or {{ goal, summary, recent, instructions }}, found {}",
@@ -161,7 +161,7 @@ pub struct RollingCoreOptions {
         target_arch = "wasm32",
         tsify(optional, type = "number | SectionBudget")
     )]
-    pub budget: Option<Budget>,
+    pub budget: Option<RollingBudget>,
     /// The host's instructions (its system prompt), placed first: a system message, or for
     /// Anthropic the request object's `system`.
     #[cfg_attr(target_arch = "wasm32", tsify(optional))]
@@ -932,11 +932,11 @@ pub fn plan(
 
     // the budgets
     let total_budget = match &options.budget {
-        Some(Budget::Total(t)) => Some(*t),
+        Some(RollingBudget::Total(t)) => Some(*t),
         _ => None,
     };
     let sections = match &options.budget {
-        Some(Budget::Sections(s)) => s.clone(),
+        Some(RollingBudget::Sections(s)) => s.clone(),
         _ => SectionBudget::default(),
     };
     let quarter = total_budget.map(|t| t / 4);

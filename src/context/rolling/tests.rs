@@ -441,7 +441,7 @@ fn the_recent_budget_folds_the_oldest_iterations_early_and_never_cuts_one() {
         p.costs[0]
     };
     let opts = RollingOptions {
-        budget: Some(Budget::Sections(SectionBudget {
+        budget: Some(RollingBudget::Sections(SectionBudget {
             recent: Some(per_iteration * 3 + per_iteration / 2),
             ..SectionBudget::default()
         })),
@@ -459,7 +459,7 @@ fn the_recent_budget_folds_the_oldest_iterations_early_and_never_cuts_one() {
     assert_eq!(out.report.raw_iterations, 3);
     // an iteration larger than the whole budget stays whole, and the report says why
     let tiny = RollingOptions {
-        budget: Some(Budget::Sections(SectionBudget {
+        budget: Some(RollingBudget::Sections(SectionBudget {
             recent: Some(10),
             ..SectionBudget::default()
         })),
@@ -479,7 +479,7 @@ fn the_recent_budget_folds_the_oldest_iterations_early_and_never_cuts_one() {
 #[test]
 fn a_failure_waits_for_its_interval_even_over_budget() {
     let opts = RollingOptions {
-        budget: Some(Budget::Sections(SectionBudget {
+        budget: Some(RollingBudget::Sections(SectionBudget {
             recent: Some(600),
             ..SectionBudget::default()
         })),
@@ -513,7 +513,7 @@ fn the_goal_and_the_instructions_are_cut_with_a_note_by_their_own_rules() {
     v[1] = json!({"role": "user", "content": big});
     v[0] = json!({"role": "system", "content": "Rule. ".repeat(3_000)});
     let opts = RollingOptions {
-        budget: Some(Budget::Sections(SectionBudget {
+        budget: Some(RollingBudget::Sections(SectionBudget {
             goal: Some(200),
             instructions: Some(100),
             ..SectionBudget::default()
@@ -541,7 +541,7 @@ fn the_goal_and_the_instructions_are_cut_with_a_note_by_their_own_rules() {
 fn host_instructions_come_first_and_a_total_budget_is_shared() {
     let opts = RollingOptions {
         instructions: Some("Always run the tests.".into()),
-        budget: Some(Budget::Total(4_000)),
+        budget: Some(RollingBudget::Total(4_000)),
         ..options()
     };
     let (out, _) = call(
@@ -676,12 +676,18 @@ fn options_out_of_range_and_budgets_are_read() {
         )
         .is_err());
     }
-    let read_budget = |v: Value| serde_json::from_value::<Budget>(v);
-    assert_eq!(read_budget(json!(8000)).unwrap(), Budget::Total(8000));
-    assert_eq!(read_budget(json!(8000.0)).unwrap(), Budget::Total(8000));
+    let read_budget = |v: Value| serde_json::from_value::<RollingBudget>(v);
+    assert_eq!(
+        read_budget(json!(8000)).unwrap(),
+        RollingBudget::Total(8000)
+    );
+    assert_eq!(
+        read_budget(json!(8000.0)).unwrap(),
+        RollingBudget::Total(8000)
+    );
     assert!(matches!(
         read_budget(json!({"recent": 10})).unwrap(),
-        Budget::Sections(_)
+        RollingBudget::Sections(_)
     ));
     assert!(read_budget(json!({"nope": 10}))
         .unwrap_err()
@@ -717,7 +723,7 @@ fn a_fold_counts_with_the_counter_it_is_handed_never_a_process_wide_one() {
     // A model counted by proxy, whose counts a calibration scales.
     let opts = RollingOptions {
         model: Some("claude-sonnet-4-5".into()),
-        budget: Some(Budget::Total(4_000)),
+        budget: Some(RollingBudget::Total(4_000)),
         ..options()
     };
     let v = agent(Kind::Anthropic, 30);
