@@ -32,16 +32,7 @@ pub(super) fn targets<'a>(
         let path = (writes.iter())
             .find(|w| w.id.as_deref() == Some(call))
             .map(|w| w.path.as_str());
-        out.push(Target {
-            at: site.at,
-            call_at: site.call_at,
-            slot: 0,
-            call,
-            tool: site.tool_name.as_deref(),
-            text: read.text,
-            field: None,
-            path,
-        });
+        out.push(Target::result(site, call, read.text, path));
     }
     for write in writes {
         let Some(call) = write.id.as_deref() else {

@@ -224,6 +224,28 @@ pub(super) struct Target<'a> {
     pub(super) path: Option<&'a str>,
 }
 
+impl<'a> Target<'a> {
+    /// The result of the call `call` at `site`, whose text is `text` (`path`: the file its call
+    /// wrote, for a write's result).
+    pub(super) fn result(
+        site: &'a crate::context::ResultSite,
+        call: &'a str,
+        text: std::borrow::Cow<'a, str>,
+        path: Option<&'a str>,
+    ) -> Self {
+        Target {
+            at: site.at,
+            call_at: site.call_at,
+            slot: 0,
+            call,
+            tool: site.tool_name.as_deref(),
+            text,
+            field: None,
+            path,
+        }
+    }
+}
+
 impl Shape<'_> {
     pub(super) fn hash(
         &self,

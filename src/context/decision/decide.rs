@@ -319,16 +319,7 @@ pub(crate) fn offload_newest(
         let Some((_, read)) = result_at(conv, site.at) else {
             continue;
         };
-        let t = Target {
-            at: site.at,
-            call_at: site.call_at,
-            slot: 0,
-            call,
-            tool: site.tool_name.as_deref(),
-            text: read.text,
-            field: None,
-            path: None,
-        };
+        let t = Target::result(site, call, read.text, None);
         let message = conv.messages().get(site.at.message)?;
         let tokens = shape.tokens(memo, message, &t);
         total += tokens;
