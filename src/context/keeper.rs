@@ -38,6 +38,7 @@ use super::flush::{self, resolve, FlushOptions, FlushOutcome, FlushReport, Flush
 use super::fold::{self, SummaryOutcome};
 use super::offload::{self, OffloadOptions};
 use super::prune::PruneOptions;
+use super::report::Report;
 use super::state::{Horizon, SavedTokens, SessionState};
 use super::{archive, marker};
 use super::{
@@ -564,6 +565,9 @@ pub struct Prepare {
     /// The base's tool pairing and tool results ([`result_sites`]), found once per base (cuts
     /// rewrite results, never pairs).
     base_sites: OnceCell<(PairingGraph, Vec<ResultSite>)>,
+    /// The cuts the working conversation was made with from the base, and the messages they
+    /// changed: the next application to the same base redoes only what differs.
+    standing: Option<(Vec<Cut>, Vec<usize>)>,
     /// What the cuts made of each text: for the next decision tried, and (handed in and back
     /// by the host, [`Prepare::with_memo`]) the next prepare.
     memo: DecisionMemo,
@@ -654,6 +658,7 @@ impl Prepare {
             stage,
             base: conv.clone(),
             base_sites: OnceCell::new(),
+            standing: None,
             memo: DecisionMemo::new(),
             base_origin: origin.clone(),
             conversation: conv,
@@ -836,6 +841,7 @@ impl Prepare {
             self.base_is_input = false;
             self.base = self.conversation.clone();
             self.base_origin = self.origin.clone();
+            self.standing = None;
         }
         let Some(budget) = self.budget else { return };
         // NOTE: the per-message count of the base: the input's, or (after a compaction was
@@ -1246,6 +1252,7 @@ impl Prepare {
             self.base_origin = compose(&done.origin, &self.base_origin);
             self.base = done.conversation;
             self.base_sites = OnceCell::new();
+            self.standing = None;
             self.base_is_input = false;
             self.compacted = true;
             if let Some(state) = done.state {
@@ -1320,7 +1327,18 @@ impl Prepare {
             measure: Measure::for_model(self.options.model.as_deref()),
         };
         let mut memo = std::mem::take(&mut self.memo);
+        let standing = self.standing.take();
         let applied = {
+            let previous = standing.as_ref().map(|(cuts, edited)| decision::Previous {
+                cuts,
+                applied: decision::Applied {
+                    conversation: self.conversation.clone(),
+                    edited: edited.clone(),
+                    offloaded: Report::of(std::mem::take(&mut self.report.offloaded)),
+                    pruned: Report::of(std::mem::take(&mut self.report.pruned)),
+                    evicted: Report::of(std::mem::take(&mut self.report.evicted)),
+                },
+            });
             let (graph, sites) = self.paired();
             decision::apply(
                 self.base.clone(),
@@ -1329,9 +1347,11 @@ impl Prepare {
                 graph,
                 &shape,
                 &mut memo,
+                previous,
             )
         };
         self.memo = memo;
+        self.standing = Some((self.state.keeper.cuts.clone(), applied.edited.clone()));
         let mut origin = self.base_origin.clone();
         mark(&mut origin, &applied.edited);
         // NOTE: nothing edited since the input was counted: its count stands.

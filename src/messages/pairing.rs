@@ -121,7 +121,17 @@ pub(crate) fn is_carrier(format: Format, role: Role) -> bool {
 
 /// For one exchange: the indices of the links of each id, in order, and how many of them
 /// already have a result.
-type OpenLinks<'a> = HashMap<Option<&'a str>, (Vec<usize>, usize)>;
+/// A list, not a map: an exchange has a few calls, and a map per exchange cost a decision turn
+/// of a long history more than the rest of the pairing.
+type OpenLinks<'a> = Vec<(Option<&'a str>, (Vec<usize>, usize))>;
+
+/// The entry of `id` in `links`.
+fn links_of<'l, 'a>(
+    links: &'l mut OpenLinks<'a>,
+    id: &Option<&str>,
+) -> Option<&'l mut (Vec<usize>, usize)> {
+    links.iter_mut().find(|(k, _)| k == id).map(|(_, v)| v)
+}
 
 /// Pairs every tool result of `conv` with the call it answers.
 pub fn pair_tools(conv: &Conversation) -> PairingGraph {
@@ -159,8 +169,8 @@ pub(crate) fn pair_messages(format: Format, messages: &[Message]) -> PairingGrap
             reasoning: Vec::new(),
             calls: Vec::new(),
         };
-        let mut ids_here: HashMap<&str, PartRef> = HashMap::new();
-        let mut open_here: OpenLinks<'_> = HashMap::new();
+        let mut ids_here: Vec<(&str, PartRef)> = Vec::new();
+        let mut open_here: OpenLinks<'_> = Vec::new();
         for (p, part) in message.parts.iter().enumerate() {
             let at = PartRef {
                 message: m,
@@ -175,9 +185,10 @@ pub(crate) fn pair_messages(format: Format, messages: &[Message]) -> PairingGrap
                         // NOTE: Anthropic rejects a reused tool_use id anywhere in the request
                         // ("tool_use ids must be unique"); OpenAI and the AI SDK only need ids
                         // to tell the calls of one message apart.
+                        let here = ids_here.iter().find(|(k, _)| *k == id).map(|(_, at)| at);
                         let seen = match format {
-                            Format::Anthropic => first_call.get(id).or(ids_here.get(id)),
-                            _ => ids_here.get(id),
+                            Format::Anthropic => first_call.get(id).or(here),
+                            _ => here,
                         };
                         if let Some(first) = seen {
                             graph.duplicate_calls.push(DuplicateCall {
@@ -187,15 +198,17 @@ pub(crate) fn pair_messages(format: Format, messages: &[Message]) -> PairingGrap
                             });
                         }
                         first_call.entry(id).or_insert(at);
-                        ids_here.entry(id).or_insert(at);
+                        if here.is_none() {
+                            ids_here.push((id, at));
+                        }
                     }
                     let answered = part.holds_result();
                     if !answered {
-                        open_here
-                            .entry(id)
-                            .or_default()
-                            .0
-                            .push(exchange.calls.len());
+                        let index = exchange.calls.len();
+                        match links_of(&mut open_here, &id) {
+                            Some((indices, _)) => indices.push(index),
+                            None => open_here.push((id, (vec![index], 0))),
+                        }
                     }
                     exchange.calls.push(ToolLink {
                         id: id.map(str::to_owned),
@@ -231,7 +244,7 @@ pub(crate) fn pair_messages(format: Format, messages: &[Message]) -> PairingGrap
             let mut linked = false;
             for ex in [same_message, window].into_iter().flatten() {
                 let (Some((links, next)), Some(exchange)) = (
-                    open.get_mut(ex).and_then(|o| o.get_mut(&id)),
+                    open.get_mut(ex).and_then(|o| links_of(o, &id)),
                     graph.exchanges.get_mut(ex),
                 ) else {
                     continue;

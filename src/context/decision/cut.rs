@@ -112,11 +112,17 @@ pub(super) struct Facts {
     pub(super) input: Option<(u8, Option<String>)>,
     /// Its length in UTF-16 code units.
     pub(super) chars: Option<usize>,
+    /// Of a tool call: its tool and input, hashed ([`DecisionMemo::signature`]).
+    pub(super) signature: Option<Option<usage::Detail>>,
 }
 
 /// The slot of a message's own facts (what it wrote, what its cuts made of it), beside its
 /// parts' texts.
 pub(super) const WRITTEN: (usize, u64) = (usize::MAX, 0);
+
+/// The slot of a tool call's signature, beside its parts' texts (0) and inputs (a field's hash,
+/// odd).
+const SIGNATURE: u64 = 2;
 
 impl DecisionMemo {
     /// An empty memo.
@@ -157,6 +163,9 @@ impl DecisionMemo {
             self.written(message);
         }
         for (p, part) in message.parts().iter().enumerate() {
+            if part.kind == crate::messages::PartKind::ToolCall {
+                self.signature(message, p);
+            }
             let Some(text) = part
                 .result_slot()
                 .and_then(|(shape, value)| result::read(shape, value))
@@ -179,6 +188,24 @@ impl DecisionMemo {
             let mut found = Vec::new();
             usage::written(message, &mut found);
             found
+        })
+    }
+
+    /// The tool and input of the call at part `part` of `message`, hashed: a call made again
+    /// later with the same signature (a test run again, a file read again) supersedes it.
+    pub(super) fn signature(&mut self, message: &Message, part: usize) -> Option<usage::Detail> {
+        let facts = self.facts(message, part, SIGNATURE);
+        *facts.signature.get_or_insert_with(|| {
+            let part = message.parts().get(part)?;
+            let mut key = part.tool_name().unwrap_or_default().as_bytes().to_vec();
+            key.push(0);
+            match part.tool_input()? {
+                crate::messages::ToolInput::Text(text) => key.extend_from_slice(text.as_bytes()),
+                crate::messages::ToolInput::Json(value) => {
+                    key.extend_from_slice(value.to_string().as_bytes());
+                }
+            }
+            Some(usage::detail_of(xxh3_64(&key)))
         })
     }
 

@@ -3,12 +3,10 @@
 
 use std::collections::HashMap;
 
-use xxhash_rust::xxh3::xxh3_64;
-
 use super::apply::*;
 use super::cut::*;
 use crate::context::usage::{self, UsageIndex};
-use crate::context::{part_at, result_at, Action, ResultSite, Turns};
+use crate::context::{result_at, Action, ResultSite, Turns};
 use crate::messages::{Conversation, PairingGraph, PartRef};
 
 /// One step a new decision may take: a cut of target `target`, made when the greedy walk
@@ -89,22 +87,13 @@ pub(crate) fn decide(
 
     // NOTE: a call made again later with the same tool and input (a test run again, a file
     // read again) has a newer result: the older one is superseded.
-    let signature = |call_at: PartRef| -> Option<usage::Detail> {
-        let part = part_at(conv, call_at)?;
-        let mut key = part.tool_name().unwrap_or_default().as_bytes().to_vec();
-        key.push(0);
-        match part.tool_input()? {
-            crate::messages::ToolInput::Text(text) => key.extend_from_slice(text.as_bytes()),
-            crate::messages::ToolInput::Json(value) => {
-                key.extend_from_slice(value.to_string().as_bytes());
-            }
-        }
-        Some(usage::detail_of(xxh3_64(&key)))
-    };
     let mut latest_of = UsageIndex::default();
     let signatures: Vec<Option<usage::Detail>> = (targets.iter())
         .map(|t| match t.field {
-            None if t.at.message < end && t.call_at != t.at => signature(t.call_at),
+            None if t.at.message < end && t.call_at != t.at => conv
+                .messages()
+                .get(t.call_at.message)
+                .and_then(|m| memo.signature(m, t.call_at.part)),
             _ => None,
         })
         .collect();
