@@ -151,32 +151,38 @@ pub(crate) struct Candidate {
 /// The calls of `conv` whose content [`evict`] may replace: calls of the configured tools,
 /// before the horizon and older than the kept turns, that name a path.
 #[inline(never)]
-pub(crate) fn candidates(
+pub(crate) fn candidates<'g>(
     conv: &Conversation,
     options: &EvictOptions,
-    graph: &PairingGraph,
+    graph: &'g PairingGraph,
 ) -> Vec<Candidate> {
-    let turns = Turns::until(conv, options.horizon);
-    // NOTE: a history names few tools, each in many calls: each name is matched once.
-    let mut matched: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
-    let mut named = |name: &str| match matched.get(name) {
-        Some(&known) => known,
+    // NOTE: a history names few tools, each in many calls: each name is matched once, and
+    // only the calls of matching tools are looked at further.
+    let mut matched: Vec<(&str, bool)> = Vec::new();
+    let mut named = |name: &'g str| match matched.iter().find(|(n, _)| *n == name) {
+        Some(&(_, known)) => known,
         None => {
-            let named = any_glob(&options.tools, name) && !any_glob(&options.exclude, name);
-            matched.insert(name.to_owned(), named);
-            named
+            let known = any_glob(&options.tools, name) && !any_glob(&options.exclude, name);
+            matched.push((name, known));
+            known
         }
     };
     // NOTE: pairing lists an AI SDK UIMessage tool part as a call that is its own result.
     let mut calls: Vec<Call> = Vec::new();
     for exchange in &graph.exchanges {
         for link in &exchange.calls {
-            calls.push((link.call, link.result, link.name.clone(), link.id.clone()));
+            if link.name.as_deref().is_some_and(&mut named) {
+                calls.push((link.call, link.result, link.name.clone(), link.id.clone()));
+            }
         }
+    }
+    if calls.is_empty() {
+        return Vec::new();
     }
     crate::sort::sort_by_key(&mut calls, |c| {
         crate::sort::fields(c.0.message as u64, c.0.part as u64)
     });
+    let turns = Turns::until(conv, options.horizon);
     let mut out = Vec::new();
     for (call_at, answer, name, id) in calls {
         let after_horizon = options
@@ -185,7 +191,7 @@ pub(crate) fn candidates(
         if after_horizon || turns.age(call_at) < options.keep_last_assistant_turns {
             continue;
         }
-        let Some(name) = name.filter(|n| named(n)) else {
+        let Some(name) = name else {
             continue;
         };
         let Some(part) = part_at(conv, call_at) else {
