@@ -1,6 +1,13 @@
+use super::prepare::*;
 use super::*;
-use crate::context::{Action, Original};
+use crate::context::flush::FlushOutcome;
+use crate::context::fold::SummaryOutcome;
+use crate::context::state::SessionState;
+use crate::context::{Action, Edit, Original, Outcome};
+use crate::counting::Counter;
+use crate::messages::Conversation;
 use crate::messages::{parse_messages, validate_conversation, MessagesOptions};
+use serde_json::json;
 use serde_json::Value;
 
 fn read(v: &Value) -> Conversation {
