@@ -1,7 +1,13 @@
+use super::pieces::*;
 use super::*;
+use crate::context::fold::{Phase, SummaryOutcome, SummaryRequest};
 use crate::context::heuristic;
+use crate::context::{Measure, Outcome};
+use crate::counting::Counter;
 use crate::messages::{parse_messages, validate_conversation};
+use crate::messages::{Conversation, Message, MessagesOptions, PartRef, Role};
 use serde_json::json;
+use serde_json::Value;
 
 fn read(v: &Value) -> Conversation {
     parse_messages(
