@@ -6,13 +6,10 @@ use std::cell::OnceCell;
 use crate::context::archive;
 use crate::context::compact;
 use crate::context::decision::{self, Cut, DecisionMemo, Shape};
-use crate::context::evict::EvictOptions;
-use crate::context::offload::OffloadOptions;
-use crate::context::prune::PruneOptions;
 use crate::context::report::Report;
 use crate::context::state::{Horizon, SavedTokens, SessionState};
 use crate::context::{
-    result_sites, result_sites_paired, Action, Failure, Measure, Outcome, ResultSite, Turns,
+    result_sites, result_sites_paired, Action, Failure, Outcome, ResultSite, Turns,
 };
 use crate::counting::{Counter, MessageKey, ModelOverrides};
 use crate::messages::{pair_tools, Conversation, Format, PairingGraph, Role};
@@ -70,6 +67,7 @@ impl Prepare {
         report.budget = budget;
         Ok(Prepare {
             options: options.clone(),
+            tiers: Tiers::of(options, &call.session_id, budget),
             call,
             budget,
             stage,
@@ -228,19 +226,26 @@ impl Prepare {
         pending.batch = batch;
     }
 
-    /// The shape of the cuts: the options they are made with, and the session.
-    pub(super) fn shape(&self) -> (PruneOptions, EvictOptions, OffloadOptions) {
-        let mut prune = self.options.prune.clone();
-        prune.model = prune.model.or_else(|| self.options.model.clone());
-        let mut evict = self.options.evict.clone();
-        evict.model = evict.model.or_else(|| self.options.model.clone());
-        let mut offload = self.options.offload.clone();
-        offload.session_id = self.call.session_id.clone();
-        offload.model = offload.model.or_else(|| self.options.model.clone());
-        if let Some(budget) = self.budget {
-            offload.limit_tokens = Some(budget.offload_at);
-        }
-        (prune, evict, offload)
+    /// Runs `f` with this prepare, the tiers' shape and the decision memo (taken out for the
+    /// call and put back).
+    pub(super) fn shaped<R>(
+        &mut self,
+        f: impl FnOnce(&Prepare, &Shape<'_>, &mut DecisionMemo) -> R,
+    ) -> R {
+        let mut memo = std::mem::take(&mut self.memo);
+        let out = {
+            let tiers = &self.tiers;
+            let shape = Shape {
+                prune: &tiers.prune,
+                evict: &tiers.evict,
+                offload: &tiers.offload,
+                session_id: &self.call.session_id,
+                measure: tiers.measure,
+            };
+            f(self, &shape, &mut memo)
+        };
+        self.memo = memo;
+        out
     }
 
     /// The stored compactions (when the host sends its full history), then the offloads of
@@ -269,29 +274,19 @@ impl Prepare {
             Vec::new()
         };
         let head = head_tokens(&self.base, &per_message);
-        let (prune, evict, offload) = self.shape();
-        let shape = Shape {
-            prune: &prune,
-            evict: &evict,
-            offload: &offload,
-            session_id: &self.call.session_id,
-            measure: Measure::for_model(self.options.model.as_deref()),
-        };
-        let mut memo = std::mem::take(&mut self.memo);
-        let newest = {
-            let (_, sites) = self.paired();
+        let newest = self.shaped(|this, shape, memo| {
+            let (_, sites) = this.paired();
             decision::offload_newest(
-                &self.base,
+                &this.base,
                 sites,
-                &self.state.keeper.cuts,
+                &this.state.keeper.cuts,
                 head,
                 budget.compact_at,
-                &shape,
-                &mut memo,
-                |id| self.state.keeper.offloaded.contains(id),
+                shape,
+                memo,
+                |id| this.state.keeper.offloaded.contains(id),
             )
-        };
-        self.memo = memo;
+        });
         if let Some(decided) = newest {
             self.stage = Stage::Cutting(Box::new(Pending::new(decided, Next::Decide, None)));
         }
@@ -462,31 +457,21 @@ impl Prepare {
             return Ok(());
         };
         let target = self.target(budget);
-        let (prune, evict, offload) = self.shape();
-        let shape = Shape {
-            prune: &prune,
-            evict: &evict,
-            offload: &offload,
-            session_id: &self.call.session_id,
-            measure: Measure::for_model(self.options.model.as_deref()),
-        };
-        let mut memo = std::mem::take(&mut self.memo);
-        let decided = {
-            let (graph, sites) = self.paired();
+        let decided = self.shaped(|this, shape, memo| {
+            let (graph, sites) = this.paired();
             decision::decide(
-                &self.base,
+                &this.base,
                 sites,
                 graph,
                 end,
-                &self.state.keeper.cuts,
+                &this.state.keeper.cuts,
                 tokens,
                 target,
-                &shape,
-                &mut memo,
-                |id| self.state.keeper.offloaded.contains(id),
+                shape,
+                memo,
+                |id| this.state.keeper.offloaded.contains(id),
             )
-        };
-        self.memo = memo;
+        });
         if decided.cuts == self.state.keeper.cuts {
             // nothing more to cut: only a compaction can help
             return match next {
@@ -556,39 +541,36 @@ impl Prepare {
     /// Applies the standing cuts to the base conversation into the working one; returns its
     /// count.
     pub(super) fn apply_cuts(&mut self, counter: &mut Counter) -> Result<u64, PrepareError> {
-        let (prune, evict, offload) = self.shape();
-        let shape = Shape {
-            prune: &prune,
-            evict: &evict,
-            offload: &offload,
-            session_id: &self.call.session_id,
-            measure: Measure::for_model(self.options.model.as_deref()),
-        };
-        let mut memo = std::mem::take(&mut self.memo);
-        let standing = self.standing.take();
-        let applied = {
-            let previous = standing.as_ref().map(|(cuts, edited)| decision::Previous {
-                cuts,
-                applied: decision::Applied {
-                    conversation: self.conversation.clone(),
-                    edited: edited.clone(),
-                    offloaded: Report::of(std::mem::take(&mut self.report.offloaded)),
-                    pruned: Report::of(std::mem::take(&mut self.report.pruned)),
-                    evicted: Report::of(std::mem::take(&mut self.report.evicted)),
-                },
+        let previous = self.standing.take().map(|(cuts, edited)| {
+            let applied = decision::Applied {
+                conversation: self.conversation.clone(),
+                edited,
+                offloaded: Report::of(std::mem::take(&mut self.report.offloaded)),
+                pruned: Report::of(std::mem::take(&mut self.report.pruned)),
+                evicted: Report::of(std::mem::take(&mut self.report.evicted)),
+            };
+            (cuts, applied)
+        });
+        let applied = self.shaped(|this, shape, memo| {
+            let (graph, sites) = this.paired();
+            let (cuts, applied) = match previous {
+                Some((cuts, applied)) => (cuts, Some(applied)),
+                None => (Vec::new(), None),
+            };
+            let previous = applied.map(|applied| decision::Previous {
+                cuts: &cuts,
+                applied,
             });
-            let (graph, sites) = self.paired();
             decision::apply(
-                self.base.clone(),
-                &self.state.keeper.cuts,
+                this.base.clone(),
+                &this.state.keeper.cuts,
                 sites,
                 graph,
-                &shape,
-                &mut memo,
+                shape,
+                memo,
                 previous,
             )
-        };
-        self.memo = memo;
+        });
         self.standing = Some((self.state.keeper.cuts.clone(), applied.edited.clone()));
         let mut origin = self.base_origin.clone();
         mark(&mut origin, &applied.edited);

@@ -7,9 +7,12 @@ use serde_json::json;
 
 use crate::context::compact::CompactPlan;
 use crate::context::decision::{self, Cut, CutCopy, DecisionMemo};
+use crate::context::evict::EvictOptions;
 use crate::context::flush::FlushRequest;
+use crate::context::offload::OffloadOptions;
+use crate::context::prune::PruneOptions;
 use crate::context::state::SessionState;
-use crate::context::{Outcome, ResultSite, Save};
+use crate::context::{Measure, Outcome, ResultSite, Save};
 use crate::counting::MessageKey;
 use crate::messages::{Conversation, PairingGraph, Role};
 
@@ -106,6 +109,8 @@ pub struct Prepare {
     /// The base's tool pairing and tool results ([`result_sites`]), found once per base (cuts
     /// rewrite results, never pairs).
     pub(super) base_sites: OnceCell<(PairingGraph, Vec<ResultSite>)>,
+    /// The tiers' options, as a decision and its cuts read them.
+    pub(super) tiers: Tiers,
     /// The cuts the working conversation was made with from the base, and the messages they
     /// changed: the next application to the same base redoes only what differs.
     pub(super) standing: Option<(Vec<Cut>, Vec<usize>)>,
@@ -232,4 +237,35 @@ pub(super) fn mark_last_block(message: &mut crate::messages::Message) -> bool {
         return false;
     };
     part.set_cache_control(json!({"type": "ephemeral"}))
+}
+
+/// The options of the tiers a decision cuts with: the keeper's, with its model, session and
+/// offload limit.
+#[derive(Debug)]
+pub(super) struct Tiers {
+    pub(super) prune: PruneOptions,
+    pub(super) evict: EvictOptions,
+    pub(super) offload: OffloadOptions,
+    pub(super) measure: Measure,
+}
+
+impl Tiers {
+    pub(super) fn of(options: &KeeperOptions, session_id: &str, budget: Option<Budget>) -> Tiers {
+        let mut prune = options.prune.clone();
+        prune.model = prune.model.or_else(|| options.model.clone());
+        let mut evict = options.evict.clone();
+        evict.model = evict.model.or_else(|| options.model.clone());
+        let mut offload = options.offload.clone();
+        offload.session_id = session_id.to_owned();
+        offload.model = offload.model.or_else(|| options.model.clone());
+        if let Some(budget) = budget {
+            offload.limit_tokens = Some(budget.offload_at);
+        }
+        Tiers {
+            prune,
+            evict,
+            offload,
+            measure: Measure::for_model(options.model.as_deref()),
+        }
+    }
 }
