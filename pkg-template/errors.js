@@ -5,7 +5,7 @@
 // `instanceof` the class another entry exports. (scripts/build.mjs writes errors.cjs from it for
 // Node's `require`, which Node's `import` entries go through as well.)
 
-import { recallAll } from "./memo.js";
+import { assemble, recallAll } from "./memo.js";
 
 /**
  * What went wrong (`kind`) and where (`path`). It extends `Error`, not `TypeError` or
@@ -23,11 +23,11 @@ export class ContextKeeperError extends Error {
 /**
  * Registers the package's JS helpers with one wasm instance, as soon as it is ready: the error
  * class (its exports' errors are instances of {@link ContextKeeperError}) and, in an entry that
- * counts messages, the snapshot check of the count memo (memo.js).
+ * counts messages, the snapshot check of the count memo and the write-back of a list (memo.js).
  */
 export function registerInstance(core) {
   core.__ckRegisterErrorClass(ContextKeeperError);
-  if (typeof core.__ckRegisterRecall === "function") core.__ckRegisterRecall(recallAll);
+  if (typeof core.__ckRegisterRecall === "function") core.__ckRegisterRecall(recallAll, assemble);
 }
 
 // The words of serde (the core's options reader) for what a JS caller wrote: the type names of

@@ -58,3 +58,18 @@ function matches(value, snapshot) {
     return false;
   }
 }
+
+/**
+ * The list the core writes back: item k is `list[from[k]]` where `from[k]` is 0 or more (a
+ * message the caller gave, untouched), else `made[-from[k] - 1]` (one the core made). One call
+ * for a whole conversation, rather than two boundary crossings per message
+ * (src/bindings/messages.rs, `write_back_reusing`).
+ */
+export function assemble(list, from, made) {
+  const out = [];
+  for (let k = 0; k < from.length; k++) {
+    const i = from[k];
+    out.push(i >= 0 ? list[i] : made[-i - 1]);
+  }
+  return out;
+}

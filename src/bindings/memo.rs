@@ -20,13 +20,31 @@ thread_local! {
     static SEEN: WeakMap = WeakMap::new();
     /// The package's `recallAll` (pkg-template/memo.js), once an entry registered it.
     static RECALL_ALL: RefCell<Option<Function>> = const { RefCell::new(None) };
+    /// The package's `assemble` (pkg-template/memo.js), once an entry registered it.
+    static ASSEMBLE: RefCell<Option<Function>> = const { RefCell::new(None) };
 }
 
-/// Registers the JS helper that checks a whole list against its snapshots in one call
-/// (pkg-template/memo.js): `recallAll(list, seen)` gives each item's memo id, or 0.
+/// Registers the JS helpers that handle a whole list in one call (pkg-template/memo.js):
+/// `recallAll(list, seen)` gives each item's memo id, or 0; `assemble(list, from, made)` makes
+/// the list a conversation is written back as ([`assemble`]).
 #[wasm_bindgen(js_name = __ckRegisterRecall, skip_typescript)]
-pub fn register_recall(recall_all: Function) {
+pub fn register_recall(recall_all: Function, assemble: JsValue) {
     RECALL_ALL.with(|slot| *slot.borrow_mut() = Some(recall_all));
+    ASSEMBLE.with(|slot| *slot.borrow_mut() = assemble.dyn_into::<Function>().ok());
+}
+
+/// The array whose item k is `list[from[k]]` where `from[k]` is 0 or more, else
+/// `made[-from[k] - 1]`: by the registered JS helper, in one call; `None` without one (or if it
+/// misbehaved), for the caller to make it item by item.
+pub fn assemble(list: &Array, from: &[i32], made: &Array) -> Option<Array> {
+    let assemble = ASSEMBLE.with(|slot| slot.borrow().clone())?;
+    let from = js_sys::Int32Array::from(from);
+    let out: Array = assemble
+        .call3(&JsValue::UNDEFINED, list, &from, made)
+        .ok()?
+        .dyn_into()
+        .ok()?;
+    (out.length() == from.length()).then_some(out)
 }
 
 /// For each item of `list`, its memo id when `seen` has it and it still reads the same: by the

@@ -417,33 +417,45 @@ pub(super) fn write_back_reusing(
     untouched: &[Option<usize>],
     made: &mut dyn Made,
 ) -> Result<JsValue, MessagesError> {
-    let out = js_sys::Array::new();
+    // NOTE: which item each message is (an index into `list`, or below 0 one of `made_now`),
+    // then the array made in one call into JS.
     let (_, messages) = repaired.split_messages();
+    let mut from: Vec<i32> = Vec::with_capacity(messages.len());
+    let made_now = js_sys::Array::new();
+    let add = |from: &mut Vec<i32>, object: &JsValue| {
+        made_now.push(object);
+        from.push(-i32::try_from(made_now.length()).unwrap_or(i32::MAX));
+    };
     for (message, at) in messages.into_iter().zip(untouched) {
         match at {
-            Some(i) => {
-                out.push(&list.get(*i as u32));
-            }
+            Some(i) => match i32::try_from(*i) {
+                Ok(i) => from.push(i),
+                Err(_) => add(&mut from, &list.get(*i as u32)),
+            },
             None if message.is_skimmed() => {
                 return Err(MessagesError::Internal(
                     "a repaired message was read in part".to_owned(),
                 ));
             }
             None => match made.get(&message) {
-                Some(object) => {
-                    out.push(&object);
-                }
+                Some(object) => add(&mut from, &object),
                 None if made.keeps() => {
                     let object = json_to_js(&message.clone().into_value())?;
                     made.made(message, &object);
-                    out.push(&object);
+                    add(&mut from, &object);
                 }
-                None => {
-                    out.push(&json_to_js(&message.into_value())?);
-                }
+                None => add(&mut from, &json_to_js(&message.into_value())?),
             },
         }
     }
+    let out = super::memo::assemble(list, &from, &made_now).unwrap_or_else(|| {
+        (from.iter())
+            .map(|&i| match u32::try_from(i) {
+                Ok(i) => list.get(i),
+                Err(_) => made_now.get((-(i64::from(i)) - 1) as u32),
+            })
+            .collect()
+    });
     if js_sys::Array::is_array(input) {
         return Ok(out.into());
     }

@@ -136,15 +136,6 @@ pub struct Report {
 }
 
 impl Report {
-    /// The report of `edits`.
-    pub(crate) fn of(edits: Vec<Edit>) -> Report {
-        let mut report = Report::default();
-        for edit in edits {
-            report.push(edit);
-        }
-        report
-    }
-
     pub(crate) fn push(&mut self, edit: Edit) {
         self.tokens_saved += edit.tokens_before.saturating_sub(edit.tokens_after);
         self.edits.push(edit);

@@ -69,28 +69,8 @@ pub struct Applied {
     pub evicted: Report,
 }
 
-/// What an earlier [`apply`] of `cuts` made of the same conversation: a new apply redoes only
-/// the messages whose cuts changed, and takes the others (and their edits) from it.
-pub(crate) struct Previous<'a> {
-    /// The cuts it applied.
-    pub cuts: &'a [Cut],
-    /// What it made.
-    pub applied: Applied,
-}
-
-/// A cut's slot: its call, the input field it cuts (none for a result), and whether it cuts an
-/// input.
-type CutKey<'a> = (&'a str, Option<&'a str>, bool);
-
-fn key_of(cut: &Cut) -> CutKey<'_> {
-    let input = cut.action == Action::EvictInput;
-    (cut.call.as_str(), cut.field.as_deref(), input)
-}
-
 /// Applies `cuts` to `conv`: each to the text of its call and action whose hash it records
-/// (a text the host changed, or sends already cut, is left as it is). Given what an earlier
-/// apply to the same `conv` made (`previous`), only the messages whose cuts differ are made
-/// again.
+/// (a text the host changed, or sends already cut, is left as it is).
 #[allow(clippy::too_many_arguments)]
 #[inline(never)]
 pub(crate) fn apply(
@@ -100,7 +80,6 @@ pub(crate) fn apply(
     graph: &PairingGraph,
     shape: &Shape<'_>,
     memo: &mut DecisionMemo,
-    previous: Option<Previous<'_>>,
 ) -> Applied {
     let mut applied = Applied {
         conversation: conv,
@@ -112,42 +91,18 @@ pub(crate) fn apply(
     if cuts.is_empty() {
         return applied;
     }
-    let by_call: HashMap<CutKey<'_>, &Cut> = cuts.iter().map(|c| (key_of(c), c)).collect();
-    // NOTE: the slots whose cut is new, changed or gone since `previous`.
-    let changed: Option<std::collections::HashSet<CutKey<'_>>> = previous.as_ref().map(|p| {
-        let before: HashMap<CutKey<'_>, &Cut> = p.cuts.iter().map(|c| (key_of(c), c)).collect();
-        let mut changed: std::collections::HashSet<CutKey<'_>> = (by_call.iter())
-            .filter(|(k, c)| before.get(*k) != Some(*c))
-            .map(|(k, _)| *k)
-            .collect();
-        changed.extend(before.keys().filter(|k| !by_call.contains_key(*k)));
-        changed
-    });
-    if changed.as_ref().is_some_and(|c| c.is_empty()) {
-        if let Some(previous) = previous {
-            return previous.applied;
-        }
-    }
     let writes = writes_of(&applied.conversation, shape.evict, graph, None);
     let conv = &applied.conversation;
-    let all = targets(conv, sites, &writes);
-    // the messages made again: those holding a changed slot (all of them, without `previous`)
-    let touched: Option<Vec<usize>> = changed.as_ref().map(|changed| {
-        let mut touched: Vec<usize> = (all.iter())
-            .filter(|t| changed.contains(&(t.call, t.field, t.field.is_some())))
-            .map(|t| t.at.message)
-            .collect();
-        touched.sort_unstable();
-        touched.dedup();
-        touched
-    });
-    let redone = |m: usize| touched.as_ref().is_none_or(|t| t.binary_search(&m).is_ok());
+    let by_call: HashMap<(&str, Option<&str>, bool), &Cut> = cuts
+        .iter()
+        .map(|c| {
+            let input = c.action == Action::EvictInput;
+            ((c.call.as_str(), c.field.as_deref(), input), c)
+        })
+        .collect();
     // (the text, its cut, the memo key of what the cut makes of it, the edit)
     let mut planned: Vec<(Target<'_>, &Cut, u64, Edit)> = Vec::new();
-    for t in all {
-        if !redone(t.at.message) {
-            continue;
-        }
+    for t in targets(conv, sites, &writes) {
         let input = t.field.is_some();
         let Some(&cut) = by_call.get(&(t.call, t.field, input)) else {
             continue;
@@ -239,60 +194,13 @@ pub(crate) fn apply(
         };
         report.push(edit);
     }
-    let Some(Previous {
-        applied: mut before,
-        ..
-    }) = previous
-    else {
-        for (m, cut) in made {
-            if let Some(slot) = applied.conversation.messages_mut().get_mut(m) {
-                *slot = cut;
-            }
-            applied.edited.push(m);
-        }
-        return applied;
-    };
-    // NOTE: the messages made again start as they were before any cut, then take their cuts;
-    // the others, and their edits, are what `previous` made.
-    for &m in touched.iter().flatten() {
-        let original = applied.conversation.messages().get(m).cloned();
-        if let (Some(slot), Some(original)) =
-            (before.conversation.messages_mut().get_mut(m), original)
-        {
-            *slot = original;
-        }
-    }
-    before.edited.retain(|&m| !redone(m));
     for (m, cut) in made {
-        if let Some(slot) = before.conversation.messages_mut().get_mut(m) {
+        if let Some(slot) = applied.conversation.messages_mut().get_mut(m) {
             *slot = cut;
         }
-        before.edited.push(m);
+        applied.edited.push(m);
     }
-    before.edited.sort_unstable();
-    for (kept, new) in [
-        (&mut before.offloaded, applied.offloaded),
-        (&mut before.pruned, applied.pruned),
-        (&mut before.evicted, applied.evicted),
-    ] {
-        let edits = std::mem::take(&mut kept.edits);
-        *kept = Report {
-            held: kept.held.take(),
-            failures: std::mem::take(&mut kept.failures),
-            ..Report::default()
-        };
-        let mut all: Vec<Edit> = edits
-            .into_iter()
-            .filter(|e| !redone(e.message_index))
-            .chain(new.edits)
-            .collect();
-        // NOTE: stable: the edits of one message keep the order they were made in.
-        crate::sort::sort_by_key(&mut all, |e| e.message_index as u128);
-        for edit in all {
-            kept.push(edit);
-        }
-    }
-    before
+    applied
 }
 
 /// The file writes of `conv` whose inputs may be cut (every one, aged as of `horizon`).

@@ -24,11 +24,8 @@ mod apply;
 mod cut;
 mod decide;
 
+pub(crate) use apply::apply;
 pub use apply::Applied;
-pub(crate) use apply::{apply, Previous};
 pub use cut::{stored_copy, Cut, CutCopy, DecisionMemo, Shape};
 pub(crate) use decide::{decide, offload_newest};
 pub use decide::{is_cut, Decided};
-
-#[cfg(test)]
-mod tests;

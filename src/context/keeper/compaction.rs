@@ -136,7 +136,6 @@ impl Prepare {
             self.base_origin = compose(&done.origin, &self.base_origin);
             self.base = done.conversation;
             self.base_sites = OnceCell::new();
-            self.standing = None;
             self.base_is_input = false;
             self.compacted = true;
             if let Some(state) = done.state {

@@ -6,7 +6,6 @@ use std::cell::OnceCell;
 use crate::context::archive;
 use crate::context::compact;
 use crate::context::decision::{self, Cut, DecisionMemo, Shape};
-use crate::context::report::Report;
 use crate::context::state::{Horizon, SavedTokens, SessionState};
 use crate::context::{
     result_sites, result_sites_paired, Action, Failure, Outcome, ResultSite, Turns,
@@ -73,7 +72,6 @@ impl Prepare {
             stage,
             base: conv.clone(),
             base_sites: OnceCell::new(),
-            standing: None,
             memo: DecisionMemo::new(),
             base_origin: origin.clone(),
             conversation: conv,
@@ -263,7 +261,6 @@ impl Prepare {
             self.base_is_input = false;
             self.base = self.conversation.clone();
             self.base_origin = self.origin.clone();
-            self.standing = None;
         }
         let Some(budget) = self.budget else { return };
         // NOTE: the per-message count of the base: the input's, or (after a compaction was
@@ -541,26 +538,8 @@ impl Prepare {
     /// Applies the standing cuts to the base conversation into the working one; returns its
     /// count.
     pub(super) fn apply_cuts(&mut self, counter: &mut Counter) -> Result<u64, PrepareError> {
-        let previous = self.standing.take().map(|(cuts, edited)| {
-            let applied = decision::Applied {
-                conversation: self.conversation.clone(),
-                edited,
-                offloaded: Report::of(std::mem::take(&mut self.report.offloaded)),
-                pruned: Report::of(std::mem::take(&mut self.report.pruned)),
-                evicted: Report::of(std::mem::take(&mut self.report.evicted)),
-            };
-            (cuts, applied)
-        });
         let applied = self.shaped(|this, shape, memo| {
             let (graph, sites) = this.paired();
-            let (cuts, applied) = match previous {
-                Some((cuts, applied)) => (cuts, Some(applied)),
-                None => (Vec::new(), None),
-            };
-            let previous = applied.map(|applied| decision::Previous {
-                cuts: &cuts,
-                applied,
-            });
             decision::apply(
                 this.base.clone(),
                 &this.state.keeper.cuts,
@@ -568,10 +547,8 @@ impl Prepare {
                 graph,
                 shape,
                 memo,
-                previous,
             )
         });
-        self.standing = Some((self.state.keeper.cuts.clone(), applied.edited.clone()));
         let mut origin = self.base_origin.clone();
         mark(&mut origin, &applied.edited);
         // NOTE: nothing edited since the input was counted: its count stands.

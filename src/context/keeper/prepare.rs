@@ -111,9 +111,6 @@ pub struct Prepare {
     pub(super) base_sites: OnceCell<(PairingGraph, Vec<ResultSite>)>,
     /// The tiers' options, as a decision and its cuts read them.
     pub(super) tiers: Tiers,
-    /// The cuts the working conversation was made with from the base, and the messages they
-    /// changed: the next application to the same base redoes only what differs.
-    pub(super) standing: Option<(Vec<Cut>, Vec<usize>)>,
     /// What the cuts made of each text: for the next decision tried, and (handed in and back
     /// by the host, [`Prepare::with_memo`]) the next prepare.
     pub(super) memo: DecisionMemo,
