@@ -87,8 +87,40 @@ pub(super) struct Figures {
 /// place in memory; [`DecisionMemo::sweep`] drops what was not used since the last sweep.
 #[derive(Clone, Debug, Default)]
 pub struct DecisionMemo {
-    pub(super) facts: HashMap<RenderKey, Memoized<Facts>>,
-    pub(super) rendered: HashMap<RenderKey, Memoized<Figures>>,
+    pub(super) facts: KeyMap<Memoized<Facts>>,
+    pub(super) rendered: KeyMap<Memoized<Figures>>,
+}
+
+/// A map by [`RenderKey`]: a message's address, a part and a hash the core made, never a value
+/// a caller chooses, so a multiply-and-rotate hash (rustc's "Fx") serves where SipHash took a
+/// tenth of a decision turn on a long history.
+pub(super) type KeyMap<V> = HashMap<RenderKey, V, std::hash::BuildHasherDefault<KeyHasher>>;
+
+/// The hash of [`KeyMap`].
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct KeyHasher(u64);
+
+impl KeyHasher {
+    fn add(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+}
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.add(u64::from(b));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.add(n);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
 }
 
 #[derive(Clone, Debug)]
