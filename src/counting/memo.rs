@@ -1,9 +1,7 @@
 //! What counting remembers of the host's message objects between counts: the messages it
 //! read, by identity, and what each taught ([`Learnt`]), within a bound.
 
-use std::collections::HashMap;
-
-use super::cache::MessageKey;
+use super::cache::{KeyMap, MessageKey};
 use crate::messages::{Format, FormatVotes, Message, Role};
 
 /// Messages whose learnt facts a [`Memo`] keeps at most.
@@ -28,9 +26,9 @@ pub struct Learnt {
 /// read nor parsed again; they go with their ids.
 #[derive(Debug, Default)]
 pub struct Memo {
-    current: HashMap<u64, Learnt>,
-    previous: HashMap<u64, Learnt>,
-    messages: HashMap<u64, Message>,
+    current: KeyMap<u64, Learnt>,
+    previous: KeyMap<u64, Learnt>,
+    messages: KeyMap<u64, Message>,
     keeping: bool,
     next_id: u64,
 }

@@ -7,6 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use xxhash_rust::xxh3::xxh3_64;
 
+use crate::counting::KeyHasher;
+
 use crate::context::evict::{self, EvictOptions};
 use crate::context::offload::{
     self, offload_id, offload_key, pointer_id, OffloadOptions, Offloaded,
@@ -92,36 +94,9 @@ pub struct DecisionMemo {
 }
 
 /// A map by [`RenderKey`]: a message's address, a part and a hash the core made, never a value
-/// a caller chooses, so a multiply-and-rotate hash (rustc's "Fx") serves where SipHash took a
-/// tenth of a decision turn on a long history.
+/// a caller chooses, so [`KeyHasher`] serves where SipHash took a tenth of a decision turn on a
+/// long history.
 pub(super) type KeyMap<V> = HashMap<RenderKey, V, std::hash::BuildHasherDefault<KeyHasher>>;
-
-/// The hash of [`KeyMap`].
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct KeyHasher(u64);
-
-impl KeyHasher {
-    fn add(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-}
-
-impl std::hash::Hasher for KeyHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.add(u64::from(b));
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.add(n);
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.add(n as u64);
-    }
-}
 
 #[derive(Clone, Debug)]
 pub(super) struct Memoized<T> {
