@@ -4,7 +4,6 @@
 //! `__CkPrepare` is one prepare, stepped by the driver ([`crate::context::keeper`]).
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 
 use js_sys::{Array, WeakMap};
@@ -92,9 +91,6 @@ fn figure(object: &JsValue, key: &str) -> u64 {
 /// A session state as written: its bytes, and the state they hold.
 type Written = (Vec<u8>, SessionState);
 
-/// A map by a message's address ([`crate::counting::KeyHasher`]: no caller chooses it).
-type Made<V> = HashMap<usize, V, std::hash::BuildHasherDefault<crate::counting::KeyHasher>>;
-
 /// The objects a prepare made for messages that are not the caller's (its cuts), by message
 /// identity: the next prepare gives the same object again for the same message (a standing
 /// cut re-applied is the same message, [`DecisionMemo`]) while the object still reads as it was
@@ -103,9 +99,9 @@ type Made<V> = HashMap<usize, V, std::hash::BuildHasherDefault<crate::counting::
 #[derive(Debug)]
 struct MadeObjects {
     /// The last prepare's, each with its message (held, so that no other takes its address).
-    last: Made<(messages::Message, JsValue)>,
+    last: crate::counting::KeyMap<usize, (messages::Message, JsValue)>,
     /// This prepare's.
-    now: Made<(messages::Message, JsValue)>,
+    now: crate::counting::KeyMap<usize, (messages::Message, JsValue)>,
     /// What each object read as when it was made ([`walk::Snapshot`]): the host may edit one
     /// in place (the keeper's own map of what it read is updated by each read, so it cannot
     /// tell).

@@ -28,9 +28,9 @@ thread_local! {
 /// `recallAll(list, seen)` gives each item's memo id, or 0; `assemble(list, from, made)` makes
 /// the list a conversation is written back as ([`assemble`]).
 #[wasm_bindgen(js_name = __ckRegisterRecall, skip_typescript)]
-pub fn register_recall(recall_all: Function, assemble: JsValue) {
+pub fn register_recall(recall_all: Function, assemble: Function) {
     RECALL_ALL.with(|slot| *slot.borrow_mut() = Some(recall_all));
-    ASSEMBLE.with(|slot| *slot.borrow_mut() = assemble.dyn_into::<Function>().ok());
+    ASSEMBLE.with(|slot| *slot.borrow_mut() = Some(assemble));
 }
 
 /// The array whose item k is `list[from[k]]` where `from[k]` is 0 or more, else

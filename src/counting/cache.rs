@@ -247,8 +247,8 @@ impl Hasher for IdentityHasher {
 }
 
 /// A hash for keys the core makes itself (an address, an index, an id it counted out), never a
-/// value a caller chooses: multiply and rotate (rustc's "Fx"), where SipHash, which resists
-/// chosen keys, costs several times more per lookup.
+/// value a caller chooses: multiply and rotate (rustc's "Fx"). SipHash, the standard maps'
+/// default, resists keys chosen to collide, which these keys cannot be, and costs more.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct KeyHasher(u64);
 

@@ -66,7 +66,7 @@ mod tools;
 mod zod;
 
 pub use cache::{CacheStats, CountCache, MessageKey, DEFAULT_CAPACITY};
-pub(crate) use cache::{IdentityHasher, KeyHasher};
+pub(crate) use cache::{IdentityHasher, KeyMap};
 pub(crate) use conversation::counts_exactly;
 pub use conversation::{
     count_conversation, messages_options, within_limit, CountMessagesError, Counting, MessagesCount,

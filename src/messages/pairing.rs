@@ -120,9 +120,7 @@ pub(crate) fn is_carrier(format: Format, role: Role) -> bool {
 }
 
 /// For one exchange: the indices of the links of each id, in order, and how many of them
-/// already have a result.
-/// A list, not a map: an exchange has a few calls, and a map per exchange cost a decision turn
-/// of a long history more than the rest of the pairing.
+/// already have a result. A list, not a map: an exchange has a few calls.
 type OpenLinks<'a> = Vec<(Option<&'a str>, (Vec<usize>, usize))>;
 
 /// The entry of `id` in `links`.

@@ -1,13 +1,9 @@
 //! A cut, its shape and what it makes of a text (memoized across prepares), and the copy its
 //! save stores.
 
-use std::collections::HashMap;
-
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use xxhash_rust::xxh3::xxh3_64;
-
-use crate::counting::KeyHasher;
 
 use crate::context::evict::{self, EvictOptions};
 use crate::context::offload::{
@@ -19,6 +15,7 @@ use crate::context::result;
 use crate::context::text::{line_count, utf16_len};
 use crate::context::usage::{self, UsageIndex};
 use crate::context::{Action, Measure, Save};
+use crate::counting::KeyMap;
 use crate::messages::{Conversation, Message, PartRef};
 
 /// One cut of a standing decision, as the session state records it.
@@ -89,14 +86,10 @@ pub(super) struct Figures {
 /// place in memory; [`DecisionMemo::sweep`] drops what was not used since the last sweep.
 #[derive(Clone, Debug, Default)]
 pub struct DecisionMemo {
-    pub(super) facts: KeyMap<Memoized<Facts>>,
-    pub(super) rendered: KeyMap<Memoized<Figures>>,
+    // NOTE: by a message's address, a part and a hash the core made: no caller chooses a key.
+    pub(super) facts: KeyMap<RenderKey, Memoized<Facts>>,
+    pub(super) rendered: KeyMap<RenderKey, Memoized<Figures>>,
 }
-
-/// A map by [`RenderKey`]: a message's address, a part and a hash the core made, never a value
-/// a caller chooses, so [`KeyHasher`] serves where SipHash took a tenth of a decision turn on a
-/// long history.
-pub(super) type KeyMap<V> = HashMap<RenderKey, V, std::hash::BuildHasherDefault<KeyHasher>>;
 
 #[derive(Clone, Debug)]
 pub(super) struct Memoized<T> {
