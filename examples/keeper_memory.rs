@@ -10,7 +10,7 @@
 use std::time::Instant;
 
 use context_keeper::context::fold::SummaryOutcome;
-use context_keeper::context::keeper::{Call, KeeperOptions, Need, Prepare};
+use context_keeper::context::keeper::{Call, Event, KeeperOptions, Need, Prepare};
 use context_keeper::context::state::SessionState;
 use context_keeper::context::Outcome;
 use context_keeper::counting::Counter;
@@ -186,32 +186,32 @@ fn main() {
                     "next: saves asked ({n} saves, {:.1} MB)",
                     b as f64 / 1e6
                 ));
-                p.saved(&vec![Outcome::Saved; n], &mut counter)
+                p.handle(Event::Saved(vec![Outcome::Saved; n]), &mut counter)
                     .expect("saved");
                 phases.end("saved (offloads applied)");
             }
             Need::Flush(_) => unreachable!("no flush configured"),
-            Need::Compact { saves, request } => {
+            Need::Archive(saves) => {
                 let n = saves.len();
                 let b: usize = saves.iter().map(|s| s.bytes.len()).sum();
                 phases.end(&format!(
                     "next: decide (prune, evict) + compaction plan ({n} archive saves, {:.1} MB)",
                     b as f64 / 1e6
                 ));
+                p.handle(Event::Archived(vec![Outcome::Saved; n]), &mut counter)
+                    .expect("archived");
+                phases.end("archived");
+            }
+            Need::Summarize(request) => {
                 // NOTE: outside the phases: the request as the host gets it (the bindings
                 // convert it message by message, never to one JSON text).
-                let r = request.map_or(0, |r| serde_json::to_string(r).map_or(0, |s| s.len()));
+                let r = serde_json::to_string(request).map_or(0, |s| s.len());
                 println!(
                     "|   (the summary request: {:.1} MB as JSON) | | | |",
                     r as f64 / 1e6
                 );
                 phases.begin();
-                let summary = if request.is_some() {
-                    SummaryOutcome::Heuristic
-                } else {
-                    SummaryOutcome::NotCalled
-                };
-                p.summarized(&vec![Outcome::Saved; n], summary, &mut counter)
+                p.handle(Event::Summarized(SummaryOutcome::Heuristic), &mut counter)
                     .expect("summarized");
                 phases.end("summarized (compaction applied, pruned again)");
             }

@@ -8,7 +8,7 @@
 use std::time::Instant;
 
 use context_keeper::context::fold::SummaryOutcome;
-use context_keeper::context::keeper::{Call, KeeperOptions, Need, Prepare};
+use context_keeper::context::keeper::{Call, Event, KeeperOptions, Need, Prepare};
 use context_keeper::context::state::SessionState;
 use context_keeper::context::Outcome;
 use context_keeper::counting::Counter;
@@ -96,25 +96,14 @@ fn main() {
             .expect("starts")
             .with_memo(std::mem::take(&mut memo));
         loop {
-            match p.next(&mut counter).expect("next") {
+            let event = match p.next(&mut counter).expect("next") {
                 Need::Done => break,
-                Need::Saves(saves) => {
-                    let n = saves.len();
-                    p.saved(&vec![Outcome::Saved; n], &mut counter)
-                        .expect("saved");
-                }
+                Need::Saves(saves) => Event::Saved(vec![Outcome::Saved; saves.len()]),
                 Need::Flush(_) => unreachable!("no flush configured"),
-                Need::Compact { saves, request } => {
-                    let n = saves.len();
-                    let summary = if request.is_some() {
-                        SummaryOutcome::Heuristic
-                    } else {
-                        SummaryOutcome::NotCalled
-                    };
-                    p.summarized(&vec![Outcome::Saved; n], summary, &mut counter)
-                        .expect("summarized");
-                }
-            }
+                Need::Archive(saves) => Event::Archived(vec![Outcome::Saved; saves.len()]),
+                Need::Summarize(_) => Event::Summarized(SummaryOutcome::Heuristic),
+            };
+            p.handle(event, &mut counter).expect("handled");
         }
         let mut done = p.finish(&mut counter);
         memo = std::mem::take(&mut done.memo);

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use context_keeper::context::fold::SummaryOutcome;
-use context_keeper::context::keeper::{Call, KeeperOptions, Need, Prepare, Prepared};
+use context_keeper::context::keeper::{Call, Event, KeeperOptions, Need, Prepare, Prepared};
 use context_keeper::context::state::{state_key, SessionState};
 use context_keeper::context::Outcome;
 use context_keeper::counting::Counter;
@@ -58,33 +58,30 @@ fn prepare(input: &Value) -> (Prepared, BTreeMap<Vec<String>, Vec<u8>>) {
     )
     .expect("the prepare starts");
     loop {
-        match p.next(&mut counter).expect("next") {
+        let event = match p.next(&mut counter).expect("next") {
             Need::Done => break,
             Need::Saves(saves) => {
-                for save in saves {
+                for save in &saves {
                     stored.insert(save.key.clone(), save.bytes.clone());
                 }
-                let outcomes = vec![Outcome::Saved; saves.len()];
-                p.saved(&outcomes, &mut counter).expect("saved");
+                Event::Saved(vec![Outcome::Saved; saves.len()])
             }
             Need::Flush(_) => unreachable!("no flush is configured"),
-            Need::Compact { saves, request } => {
-                let outcomes: Vec<Outcome> = saves
+            Need::Archive(saves) => Event::Archived(
+                saves
                     .iter()
                     .map(|save| {
                         stored.insert(save.key, save.bytes);
                         Outcome::Saved
                     })
-                    .collect();
-                let outcome = match (request.is_some(), &summary) {
-                    (false, _) => SummaryOutcome::NotCalled,
-                    (true, Some(text)) => SummaryOutcome::Text(text.clone()),
-                    (true, None) => SummaryOutcome::Heuristic,
-                };
-                p.summarized(&outcomes, outcome, &mut counter)
-                    .expect("summarized");
-            }
-        }
+                    .collect(),
+            ),
+            Need::Summarize(_) => Event::Summarized(match &summary {
+                Some(text) => SummaryOutcome::Text(text.clone()),
+                None => SummaryOutcome::Heuristic,
+            }),
+        };
+        p.handle(event, &mut counter).expect("handled");
     }
     let done = p.finish(&mut counter);
     if let Some(state) = &done.state {

@@ -31,7 +31,9 @@ use context_keeper::context::compact::CompactOutcome;
 use context_keeper::context::decision::{stored_copy, DecisionMemo};
 use context_keeper::context::flush::FlushOutcome;
 use context_keeper::context::fold::SummaryOutcome;
-use context_keeper::context::keeper::{Call, KeeperOptions, Need, Prepare, Prepared, Thresholds};
+use context_keeper::context::keeper::{
+    Call, Event, KeeperOptions, Need, Prepare, Prepared, Thresholds,
+};
 use context_keeper::context::recovery::decode;
 use context_keeper::context::state::SessionState;
 use context_keeper::context::{Original, Outcome};
@@ -427,28 +429,32 @@ fn drive(
                 if faults.schedule.short_outcomes {
                     outcomes.truncate(outcomes.len() / 2);
                 }
-                p.saved(&outcomes, &mut counter)
+                p.handle(Event::Saved(outcomes), &mut counter)
                     .map_err(|e| format!("saved: {e}"))?;
             }
             Need::Flush(_) => {
                 let outcome = faults.flush();
-                p.flushed(outcome, &mut counter)
+                p.handle(Event::Flushed(outcome), &mut counter)
                     .map_err(|e| format!("flushed: {e}"))?;
             }
-            Need::Compact { saves, request } => {
-                let asked = request.is_some();
+            Need::Archive(saves) => {
                 // each save made, stored and dropped before the next is made
                 let outcomes: Vec<Outcome> = saves
                     .iter()
                     .map(|s| faults.save(store, &s.key, &s.bytes))
                     .collect();
                 let all_saved = outcomes.iter().all(|o| *o == Outcome::Saved);
-                let summary = match (asked, all_saved || faults.schedule.eager_summary) {
-                    (false, _) => SummaryOutcome::NotCalled,
-                    (true, false) => SummaryOutcome::NotCalled,
-                    (true, true) => faults.summary(),
-                };
-                p.summarized(&outcomes, summary, &mut counter)
+                p.handle(Event::Archived(outcomes), &mut counter)
+                    .map_err(|e| format!("archived: {e}"))?;
+                if !all_saved && faults.schedule.eager_summary {
+                    // a driver that asks the summarizer although the archive failed, and
+                    // hands over a summary no step asked for
+                    p.handle(Event::Summarized(faults.summary()), &mut counter)
+                        .map_err(|e| format!("summarized: {e}"))?;
+                }
+            }
+            Need::Summarize(_) => {
+                p.handle(Event::Summarized(faults.summary()), &mut counter)
                     .map_err(|e| format!("summarized: {e}"))?;
             }
         }

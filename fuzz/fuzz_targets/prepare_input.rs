@@ -10,7 +10,7 @@
 
 use context_keeper::context::flush::FlushOutcome;
 use context_keeper::context::fold::SummaryOutcome;
-use context_keeper::context::keeper::{Call, KeeperOptions, Need, Prepare};
+use context_keeper::context::keeper::{Call, Event, KeeperOptions, Need, Prepare};
 use context_keeper::context::state::SessionState;
 use context_keeper::context::Outcome;
 use context_keeper::counting::Counter;
@@ -111,7 +111,7 @@ pub fn check(data: &[u8]) {
             }
             Need::Saves(saves) => {
                 let outcomes: Vec<Outcome> = saves.iter().map(|_| save(next())).collect();
-                p.saved(&outcomes, &mut counter).expect("saved");
+                (p.handle(Event::Saved(outcomes), &mut counter)).expect("saved");
             }
             Need::Flush(_) => {
                 let outcome = match next() {
@@ -119,21 +119,24 @@ pub fn check(data: &[u8]) {
                     'e' => FlushOutcome::Replied(None),
                     _ => FlushOutcome::Replied(Some("SILENT".into())),
                 };
-                if p.flushed(outcome, &mut counter).is_err() {
+                if p.handle(Event::Flushed(outcome), &mut counter).is_err() {
                     return;
                 }
             }
-            Need::Compact { saves, request } => {
-                let asked = request.is_some();
-                let outcomes: Vec<Outcome> = saves.iter().map(|_| save(next())).collect();
-                let summary = match (asked, next()) {
-                    (false, _) => SummaryOutcome::NotCalled,
-                    (true, 'f') => SummaryOutcome::Failed("injected".into()),
-                    (true, 'e') => SummaryOutcome::Text(String::new()),
-                    (true, 'h') => SummaryOutcome::Heuristic,
-                    (true, _) => SummaryOutcome::Text("a summary".into()),
+            Need::Archive(saves) => {
+                let outcomes: Vec<Outcome> = (0..saves.len()).map(|_| save(next())).collect();
+                if p.handle(Event::Archived(outcomes), &mut counter).is_err() {
+                    return;
+                }
+            }
+            Need::Summarize(_) => {
+                let summary = match next() {
+                    'f' => SummaryOutcome::Failed("injected".into()),
+                    'e' => SummaryOutcome::Text(String::new()),
+                    'h' => SummaryOutcome::Heuristic,
+                    _ => SummaryOutcome::Text("a summary".into()),
                 };
-                if p.summarized(&outcomes, summary, &mut counter).is_err() {
+                if p.handle(Event::Summarized(summary), &mut counter).is_err() {
                     return;
                 }
             }

@@ -143,6 +143,46 @@ function aiSchema(schema) {
  * instance (errors.js); the functions reach the instance only when called, so the ./init
  * entry can bind them before its wasm is instantiated.
  */
+/**
+ * What a machine of the core needs next (`src/context/machine.rs`, `Need`): saves to store,
+ * the memory flush to run, a fold's archive saves (how many; `archiveSave(i)` makes each) and
+ * its summary, or nothing more.
+ * @typedef {{ kind: "saves", saves: Save[] } | { kind: "flush", request: object }
+ *   | { kind: "archive", saves: number } | { kind: "summarize", request: object }
+ *   | { kind: "done" }} Need
+ * @typedef {{ key: string[], bytes: Uint8Array }} Save
+ * @typedef {string | null} SaveOutcome `null` when the store confirmed the save, else why not
+ * @typedef {{ text: string } | { failed: string } | { heuristic: true }} SummaryOutcome
+ * @typedef {{ reply: string | null } | { failed: string }} FlushOutcome
+ */
+
+/**
+ * A machine of the core (`__CkMachine`), stepped by `drive`.
+ * @typedef {object} Machine
+ * @property {() => Need} next
+ * @property {(i: number) => Save} archiveSave
+ * @property {(outcomes: SaveOutcome[]) => void} saved
+ * @property {(outcome: FlushOutcome) => void} flushed
+ * @property {(outcomes: SaveOutcome[]) => void} archived
+ * @property {(summary: SummaryOutcome) => void} summarized
+ * @property {() => any} finish
+ * @property {() => void} free
+ */
+
+/**
+ * What `drive` performs a machine's needs with: the store and its timeout, the callbacks and
+ * theirs, the messages a flush is given, progress, and whether this is a dry run.
+ * @typedef {object} DriveIo
+ * @property {any} [store]
+ * @property {number} [storeTimeoutMs]
+ * @property {number} [timeoutMs]
+ * @property {(request: object) => unknown} [summarize]
+ * @property {(request: object) => unknown} [flush]
+ * @property {unknown} [messages]
+ * @property {(phase: string) => void} [progress]
+ * @property {boolean} [dry]
+ */
+
 export function bindContext(core) {
   if (typeof core.__ckPrune !== "function") return null;
 
@@ -196,6 +236,62 @@ export function bindContext(core) {
     return attempt(() => store.save(save.key, save.bytes), timeoutMs);
   }
 
+  /**
+   * The one driver loop: runs a machine of the core (an offload, one result's offload, a
+   * compaction, a rolling window, a prepare) to its end. The machine says what it needs, in its
+   * own order; this performs it, each effect bounded by its timeout, and hands back what came
+   * of it. A dry run performs nothing: every save counts as confirmed, the flush as silent, the
+   * summary as the heuristic one.
+   * @param {Machine} machine
+   * @param {DriveIo} io
+   * @returns {Promise<any>} the machine's output (`finish()`)
+   */
+  async function drive(machine, io) {
+    const { store, storeTimeoutMs, timeoutMs, summarize, flush, messages, dry = false } = io;
+    const progress = io.progress ?? (() => {});
+    try {
+      for (;;) {
+        const need = machine.next();
+        if (need.kind === "done") return machine.finish();
+        if (need.kind === "saves") {
+          progress("offloading");
+          machine.saved(dry ? need.saves.map(() => null) : await performSaves(store, need.saves, storeTimeoutMs));
+        } else if (need.kind === "flush") {
+          if (dry) {
+            machine.flushed({ reply: null });
+            continue;
+          }
+          progress("flushing");
+          const result = await attempt(() => flush({ messages, ...need.request }), timeoutMs);
+          machine.flushed(result.ok ? { reply: typeof result.value === "string" ? result.value : null } : { failed: result.reason });
+        } else if (need.kind === "archive") {
+          if (dry) {
+            machine.archived(Array.from({ length: need.saves }, () => null));
+            continue;
+          }
+          progress("archiving");
+          machine.archived(await performArchiveSaves(store, need.saves, (i) => machine.archiveSave(i), storeTimeoutMs));
+        } else if (need.kind === "summarize") {
+          /** @type {SummaryOutcome} */
+          let summary = { heuristic: true };
+          if (!dry) {
+            if (summarize !== undefined) {
+              progress("summarizing");
+              summary = textOutcome(await attempt(() => summarize(need.request), timeoutMs), "the summarizer");
+            }
+            progress("applying");
+          }
+          machine.summarized(summary);
+        } else {
+          const unknown = /** @type {{ kind: unknown }} */ (need);
+          throw new ContextKeeperError(`the core asked for ${JSON.stringify(unknown.kind)}, which this driver does not know`);
+        }
+      }
+    } finally {
+      machine.free();
+    }
+  }
+
   /** What `key` holds before `bytes` are written there: `{ intact: true }` when it holds them
    * already (an offload record of the same content, its header naming the same SHA-256 and its
    * text matching it; an archive of the same bytes), `{ intact: false }` when it holds nothing
@@ -231,26 +327,12 @@ export function bindContext(core) {
 
   async function offloadMessages(messages, options) {
     const { store, timeoutMs, rest } = offloadOptions(options);
-    const plan = core.__ckPlanOffload(messages, rest);
-    try {
-      const outcomes = await performSaves(store, plan.saves(), timeoutMs);
-      return plan.apply(outcomes);
-    } finally {
-      plan.free();
-    }
+    return drive(core.__ckPlanOffload(messages, rest), { store, storeTimeoutMs: timeoutMs });
   }
 
   async function offloadToolResult(result, options) {
     const { store, timeoutMs, rest } = offloadOptions(options);
-    const plan = core.__ckPlanResult(result, rest);
-    try {
-      const save = plan.save();
-      if (save === undefined) return plan.apply(null);
-      const [outcome] = await performSaves(store, [save], timeoutMs);
-      return plan.apply(outcome);
-    } finally {
-      plan.free();
-    }
+    return drive(core.__ckPlanResult(result, rest), { store, storeTimeoutMs: timeoutMs });
   }
 
   async function loadRecord(store, sessionId, id, timeoutMs) {
@@ -415,130 +497,71 @@ export function bindContext(core) {
     return date.toISOString();
   }
 
-  /** A callback's return value as the core takes it: text, or why it is not text. */
+  /**
+   * A callback's return value as the core takes it: text, or why it is not text.
+   * @returns {SummaryOutcome}
+   */
   function textOutcome(result, what) {
     if (!result.ok) return { failed: `${what} failed: ${result.reason}` };
     if (typeof result.value === "string") return { text: result.value };
     return { failed: `${what} returned ${typeOf(result.value)}, not a string` };
   }
 
-  const COMPACT_OWN = ["store", "timeoutMs", "storeTimeoutMs", "summarize", "flush", "onProgress", "now"];
+  /** The options of each fold that are the driver's (the rest go to the core). */
+  const FOLD_OWN = {
+    compact: ["store", "timeoutMs", "storeTimeoutMs", "summarize", "flush", "onProgress", "now"],
+    rolling: ["store", "timeoutMs", "storeTimeoutMs", "summarize", "now"],
+  };
 
   /**
-   * Archives the older messages, asks the summarizer for a summary, and replaces them by a
-   * marker; the recent turns stay. Every effect is awaited here, in order: the state load, the
-   * memory flush (once per cycle), the archive saves, the summary, the state save. The core
-   * decides everything else, synchronously, between them.
+   * A fold of `messages` (a compaction, or a rolling window's): its state loaded, its machine
+   * driven (the memory flush, the archive saves, the summary, as the core asks for them), its
+   * state stored. The marker is in the returned messages whether the state could be stored or
+   * not; without it, a host that sends its full history again pays for a second summary.
    */
-  async function compact(messages, options) {
+  async function fold(kind, messages, options) {
+    const own = FOLD_OWN[kind];
     options = checkObject(options, "options");
     const store = checkStore(options.store);
     const sessionId = checkSession(options.sessionId);
     const timeoutMs = checkTimeout(options.timeoutMs ?? CALLBACK_TIMEOUT_MS);
     const storeTimeoutMs = checkTimeout(options.storeTimeoutMs, "options.storeTimeoutMs");
     const summarize = checkFunction(options.summarize, "options.summarize");
-    const flush = checkFunction(options.flush, "options.flush");
-    const onProgress = checkFunction(options.onProgress, "options.onProgress");
-    const rest = { ...coreOptions(options, COMPACT_OWN), now: timeOf(options.now), flush: flush !== undefined };
+    const flushes = own.includes("flush");
+    const flush = flushes ? checkFunction(options.flush, "options.flush") : undefined;
+    const onProgress = flushes ? checkFunction(options.onProgress, "options.onProgress") : undefined;
+    const rest = { ...coreOptions(options, own), now: timeOf(options.now), ...(flushes ? { flush: flush !== undefined } : {}) };
     const progress = (phase) => {
-      // NOTE: a progress callback that throws must not stop the compaction it reports on.
+      // NOTE: a progress callback that throws must not stop the fold it reports on.
       try {
         onProgress?.({ phase, sessionId });
       } catch {}
     };
-    const stateKey = Array.from(core.__ckKey("state", sessionId, undefined));
+    const stateKey = Array.from(core.__ckKey(kind === "compact" ? "state" : "rolling", sessionId, undefined));
     const loaded = await attempt(() => store.load(stateKey), storeTimeoutMs);
     if (!loaded.ok) throw storeError("load", loaded, stateKey);
     const stateBytes = loadedValue(loaded, stateKey);
-    const plan = core.__ckPlanCompact(messages, rest, stateBytes);
-    let done;
-    try {
-      let flushed;
-      const flushRequest = plan.flushRequest();
-      if (flushRequest !== undefined && flush !== undefined) {
-        progress("flushing");
-        const result = await attempt(() => flush({ messages, ...flushRequest }), timeoutMs);
-        flushed = result.ok ? { reply: typeof result.value === "string" ? result.value : null } : { failed: result.reason };
-      }
-      const request = plan.summaryRequest();
-      if (request === undefined) {
-        done = plan.finish([], undefined, flushed);
-      } else {
-        progress("archiving");
-        const outcomes = await performArchiveSaves(store, plan.saveCount(), (i) => plan.save(i), storeTimeoutMs);
-        if (outcomes.some((o) => o !== null)) {
-          done = plan.finish(outcomes, undefined, flushed);
-        } else {
-          let summary = { heuristic: true };
-          if (summarize !== undefined) {
-            progress("summarizing");
-            summary = textOutcome(await attempt(() => summarize(request), timeoutMs), "the summarizer");
-          }
-          progress("applying");
-          done = plan.finish(outcomes, summary, flushed);
-        }
-      }
-    } finally {
-      plan.free();
-    }
+    const machine = kind === "compact" ? core.__ckPlanCompact(messages, rest, stateBytes) : core.__ckPlanRolling(messages, rest, stateBytes);
+    const done = await drive(machine, { store, storeTimeoutMs, timeoutMs, summarize, flush, messages, progress });
     if (done.state !== undefined) {
       const saved = await attempt(() => store.save(stateKey, done.state), storeTimeoutMs);
-      // NOTE: the marker is in the returned messages either way; without the state, only a
-      // host that sends its full history again pays for a second summary.
       if (!saved.ok) done.report.stateFailure = saved.reason;
     }
     return { messages: done.messages, marker: done.marker, report: done.report };
   }
 
-  const ROLLING_OWN = ["store", "timeoutMs", "storeTimeoutMs", "summarize", "now"];
+  /**
+   * Archives the older messages, asks the summarizer for a summary, and replaces them by a
+   * marker; the recent turns stay.
+   */
+  const compact = (messages, options) => fold("compact", messages, options);
 
   /**
    * The rolling window for agent loops: the last iterations raw, older ones folded into one
    * bounded summary every `resummarizeEvery` iterations, each section of the prompt within its
-   * budget. Every effect is awaited here, in order: the rolling state's load, the archive
-   * saves and the summary (only when a fold is due), the state's save. The core decides the
-   * rest, synchronously, between them.
+   * budget.
    */
-  async function rollingWindow(messages, options) {
-    options = checkObject(options, "options");
-    const store = checkStore(options.store);
-    const sessionId = checkSession(options.sessionId);
-    const timeoutMs = checkTimeout(options.timeoutMs ?? CALLBACK_TIMEOUT_MS);
-    const storeTimeoutMs = checkTimeout(options.storeTimeoutMs, "options.storeTimeoutMs");
-    const summarize = checkFunction(options.summarize, "options.summarize");
-    const rest = { ...coreOptions(options, ROLLING_OWN), now: timeOf(options.now) };
-    const stateKey = Array.from(core.__ckKey("rolling", sessionId, undefined));
-    const loaded = await attempt(() => store.load(stateKey), storeTimeoutMs);
-    if (!loaded.ok) throw storeError("load", loaded, stateKey);
-    const stateBytes = loadedValue(loaded, stateKey);
-    const plan = core.__ckPlanRolling(messages, rest, stateBytes);
-    let done;
-    try {
-      const request = plan.summaryRequest();
-      if (request === undefined) {
-        done = plan.finish([], undefined);
-      } else {
-        const outcomes = await performArchiveSaves(store, plan.saveCount(), (i) => plan.save(i), storeTimeoutMs);
-        if (outcomes.some((o) => o !== null)) {
-          done = plan.finish(outcomes, undefined);
-        } else {
-          const summary = summarize === undefined
-            ? { heuristic: true }
-            : textOutcome(await attempt(() => summarize(request), timeoutMs), "the summarizer");
-          done = plan.finish(outcomes, summary);
-        }
-      }
-    } finally {
-      plan.free();
-    }
-    if (done.state !== undefined) {
-      const saved = await attempt(() => store.save(stateKey, done.state), storeTimeoutMs);
-      // NOTE: the summary is in the returned messages either way; without the state, a host
-      // that sends its full history again gets the iterations raw until the next interval.
-      if (!saved.ok) done.report.stateFailure = saved.reason;
-    }
-    return { messages: done.messages, marker: done.marker, report: done.report };
-  }
+  const rollingWindow = (messages, options) => fold("rolling", messages, options);
 
   /** The compaction archives of a marker, oldest first: the original messages it replaced. */
   async function readArchive(marker, options) {
@@ -587,7 +610,7 @@ export function bindContext(core) {
     return core.__ckActive(messages, checkObject(options, "options"));
   }
 
-  const ContextKeeper = bindKeeper(core, { performSaves, performArchiveSaves, textOutcome, checkFunction, timeOf, offloadToolResult, recoveryTools, runRecoveryTool, CALLBACK_TIMEOUT_MS });
+  const ContextKeeper = bindKeeper(core, { drive, checkFunction, timeOf, offloadToolResult, recoveryTools, runRecoveryTool, CALLBACK_TIMEOUT_MS });
 
   return {
     ContextKeeper,
@@ -664,8 +687,9 @@ const NOTHING_UNRECORDED = Object.freeze({ prepared: 0, tokensSent: 0, lastToken
 
 /**
  * The ContextKeeper: one object, configured once, called before every model call. The core
- * (`__CkKeeper`, `__CkPrepare`) decides; this class loads and stores the session state, performs
- * the saves, the flush and the summary the core asks for (each bounded by a timeout), queues the
+ * (`__CkKeeper`, and each prepare a `__CkMachine`) decides; this class loads and stores the
+ * session state, runs the prepare's machine through `drive` (the saves, the flush and the
+ * summary the core asks for, each bounded by a timeout), queues the
  * prepares of one session, and skips the core entirely when a history only grew by messages that
  * need nothing and the count stays under the first threshold (counted through the keeper's own
  * memo, so the old messages are not read again).
@@ -883,51 +907,9 @@ function bindKeeper(core, h) {
       const now = h.timeOf(options.now);
       // NOTE: a dry run records nothing; a real one hands the fast calls' figures to the state.
       const unrecorded = dry ? undefined : this.#last.get(sessionId)?.unrecorded;
-      const prep = keeper.prepare(history, sessionId, now, flush !== undefined, state.bytes, unrecorded);
-      let done;
-      try {
-        for (;;) {
-          const need = prep.next();
-          if (need.kind === "done") break;
-          if (need.kind === "saves") {
-            progress("offloading");
-            prep.saved(dry ? need.saves.map(() => null) : await h.performSaves(this.#store, need.saves, storeTimeoutMs));
-          } else if (need.kind === "flush") {
-            if (dry) {
-              prep.flushed({ reply: null });
-              continue;
-            }
-            progress("flushing");
-            const result = await attempt(() => flush({ messages: history, ...need.request }), timeoutMs);
-            prep.flushed(result.ok ? { reply: typeof result.value === "string" ? result.value : null } : { failed: result.reason });
-          } else if (need.kind === "compact") {
-            if (need.request === undefined) {
-              prep.summarized([], undefined);
-              continue;
-            }
-            if (dry) {
-              prep.summarized(Array.from({ length: need.saves }, () => null), { heuristic: true });
-              continue;
-            }
-            progress("archiving");
-            const outcomes = await h.performArchiveSaves(this.#store, need.saves, (i) => prep.archiveSave(i), storeTimeoutMs);
-            if (outcomes.some((o) => o !== null)) {
-              prep.summarized(outcomes, undefined);
-              continue;
-            }
-            let summary = { heuristic: true };
-            if (summarize !== undefined) {
-              progress("summarizing");
-              summary = h.textOutcome(await attempt(() => summarize(need.request), timeoutMs), "the summarizer");
-            }
-            progress("applying");
-            prep.summarized(outcomes, summary);
-          }
-        }
-        done = prep.finish();
-      } finally {
-        prep.free();
-      }
+      const machine = keeper.prepare(history, sessionId, now, flush !== undefined, state.bytes, unrecorded);
+      const io = { store: this.#store, storeTimeoutMs, timeoutMs, summarize, flush, messages: history, progress, dry };
+      const done = await h.drive(machine, io);
       const report = done.report;
       const last = this.#last.get(sessionId);
       if (last !== undefined && report.unchangedPrefix === last.stored) {

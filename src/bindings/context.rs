@@ -14,13 +14,12 @@ use wasm_bindgen::prelude::*;
 use super::error::ContextError;
 use super::messages::{message_list, write_back_reusing, Made};
 use super::{enter, type_name, walk, CONVERSATION};
-use crate::context::compact::{self, CompactOptions, CompactPlan};
 use crate::context::flush::{FlushOptions, FlushOutcome};
 use crate::context::fold::{SummaryOutcome, SummaryRequest};
-use crate::context::offload::{self, OffloadOptions, OffloadPlan, ResultPlan};
+use crate::context::offload::{self, OffloadOptions};
 use crate::context::recovery::{self, GrepOptions, Pattern, RecordHeader};
-use crate::context::rolling::{self, RollingOptions, RollingPlan, RollingState};
-use crate::context::state::{self, SessionState};
+use crate::context::rolling;
+use crate::context::state;
 use crate::context::{archive, marker};
 use crate::context::{evict, prune, Outcome, Report, Save};
 use crate::counting::CountMessagesError;
@@ -189,7 +188,7 @@ pub(super) fn messages_out_reusing(
 
 /// `{ messages, report }` in the caller's shape: untouched messages the caller's own objects.
 /// `edited` is sorted.
-fn written(
+pub(super) fn written(
     input: &JsValue,
     conversation: Conversation,
     edited: &[usize],
@@ -238,7 +237,7 @@ pub fn evict_tool_inputs(messages: JsValue, options: JsValue) -> Result<JsValue,
 }
 
 /// Offload options, with the session id they cannot do without.
-fn offload_options(
+pub(super) fn offload_options(
     options: &JsValue,
     format: bool,
 ) -> Result<(Option<Format>, OffloadOptions), ContextError> {
@@ -293,103 +292,6 @@ pub(super) fn outcome_of(value: &JsValue) -> Outcome {
 
 pub(super) fn already_applied() -> ContextError {
     ContextError::internal("the plan was already applied".to_owned())
-}
-
-/// The offload of a conversation, planned, waiting for its saves.
-#[wasm_bindgen(js_name = __CkOffloadPlan, skip_typescript)]
-#[derive(Debug)]
-pub struct OffloadPlanJs {
-    messages: JsValue,
-    plan: Option<OffloadPlan>,
-}
-
-#[wasm_bindgen(js_class = __CkOffloadPlan)]
-impl OffloadPlanJs {
-    /// The saves, as `[{ key, bytes }]`.
-    pub fn saves(&self) -> Result<js_sys::Array, ContextError> {
-        let out = js_sys::Array::new();
-        for save in self.plan.iter().flat_map(OffloadPlan::saves) {
-            out.push(&save_to_js(save)?);
-        }
-        Ok(out)
-    }
-
-    /// The conversation with the confirmed offloads made, and the report.
-    pub fn apply(&mut self, outcomes: js_sys::Array) -> Result<JsValue, ContextError> {
-        enter();
-        let plan = self.plan.take().ok_or_else(already_applied)?;
-        let outcomes: Vec<Outcome> = outcomes.iter().map(|v| outcome_of(&v)).collect();
-        let done = plan.apply(&outcomes);
-        written(
-            &self.messages,
-            done.conversation,
-            &done.edited,
-            &done.report,
-        )
-    }
-}
-
-#[wasm_bindgen(js_name = __ckPlanOffload, skip_typescript)]
-pub fn plan_offload(messages: JsValue, options: JsValue) -> Result<OffloadPlanJs, ContextError> {
-    enter();
-    let (format, options) = offload_options(&options, true)?;
-    let conv = read_conversation(&messages, format)?;
-    Ok(OffloadPlanJs {
-        plan: Some(offload::plan_messages(conv, &options)),
-        messages,
-    })
-}
-
-/// The offload of one result, planned.
-#[wasm_bindgen(js_name = __CkResultPlan, skip_typescript)]
-#[derive(Debug)]
-pub struct ResultPlanJs {
-    result: JsValue,
-    plan: Option<ResultPlan>,
-}
-
-#[wasm_bindgen(js_class = __CkResultPlan)]
-impl ResultPlanJs {
-    /// The save, or `undefined` when the result stays as it is.
-    pub fn save(&self) -> Result<JsValue, ContextError> {
-        match self.plan.as_ref().and_then(ResultPlan::save) {
-            Some(save) => save_to_js(save),
-            None => Ok(JsValue::UNDEFINED),
-        }
-    }
-
-    /// `{ content, offloaded, failure? }` after the save's outcome (`null`: saved; a string:
-    /// why not).
-    pub fn apply(&mut self, outcome: JsValue) -> Result<JsValue, ContextError> {
-        enter();
-        let plan = self.plan.take().ok_or_else(already_applied)?;
-        let outcome = plan.save().is_some().then(|| outcome_of(&outcome));
-        let done = plan.apply(outcome.as_ref());
-        let result = js_sys::Object::new();
-        let (content, offloaded) = match &done.offloaded {
-            Some(offloaded) => (to_js(&done.content)?, to_js(offloaded)?),
-            None => (self.result.clone(), JsValue::NULL),
-        };
-        set(&result, "content", &content)?;
-        set(&result, "offloaded", &offloaded)?;
-        if let Some(failure) = done.failure {
-            set(&result, "failure", &failure.into())?;
-        }
-        Ok(result.into())
-    }
-}
-
-#[wasm_bindgen(js_name = __ckPlanResult, skip_typescript)]
-pub fn plan_result(result: JsValue, options: JsValue) -> Result<ResultPlanJs, ContextError> {
-    enter();
-    let (_, options) = offload_options(&options, false)?;
-    let value = walk::read(&result, None)
-        .map_err(|err| ContextError::messages(format!("result{}", err.path()), err.reason))?
-        .unwrap_or(Value::Null);
-    Ok(ResultPlanJs {
-        plan: Some(offload::plan_result(value, &options)),
-        result,
-    })
 }
 
 /// The store key of an offloaded result, or without `id` the prefix of a session's.
@@ -523,15 +425,6 @@ pub fn tool_definitions(format: &str) -> Result<JsValue, ContextError> {
     to_js(&recovery::tool_definitions(format))
 }
 
-/// A compaction, planned: its archive saves, its summary and flush requests, waiting for
-/// their outcomes.
-#[wasm_bindgen(js_name = __CkCompactPlan, skip_typescript)]
-#[derive(Debug)]
-pub struct CompactPlanJs {
-    messages: JsValue,
-    plan: Option<CompactPlan>,
-}
-
 /// A summarizer's outcome as the driver hands it: `{ text }`, `{ failed }`, `{ heuristic:
 /// true }`, or `undefined` when it was not called.
 pub(super) fn summary_outcome(value: &JsValue) -> SummaryOutcome {
@@ -564,108 +457,6 @@ pub(super) fn flush_outcome(value: &JsValue) -> Option<FlushOutcome> {
     }
     let reply = js_sys::Reflect::get(value, &"reply".into()).ok()?;
     Some(FlushOutcome::Replied(reply.as_string()))
-}
-
-#[wasm_bindgen(js_class = __CkCompactPlan)]
-impl CompactPlanJs {
-    /// How many archive saves there are (none when there is nothing to compact).
-    #[wasm_bindgen(js_name = saveCount)]
-    pub fn save_count(&self) -> u32 {
-        self.plan.as_ref().map_or(0, |p| p.saves().len() as u32)
-    }
-
-    /// Archive save `i`, made now: `{ key, bytes }`.
-    pub fn save(&self, i: u32) -> Result<JsValue, ContextError> {
-        archive_save_js(self.plan.as_ref().map(|p| p.saves()), i)
-    }
-
-    /// What to give the summarizer, or `undefined` when there is nothing to compact.
-    #[wasm_bindgen(js_name = summaryRequest)]
-    pub fn summary_request(&self) -> Result<JsValue, ContextError> {
-        match self.plan.as_ref().and_then(CompactPlan::summary_request) {
-            Some(request) => summary_request_js(request),
-            None => Ok(JsValue::UNDEFINED),
-        }
-    }
-
-    /// The memory flush to run first, or `undefined`.
-    #[wasm_bindgen(js_name = flushRequest)]
-    pub fn flush_request(&self) -> Result<JsValue, ContextError> {
-        match self.plan.as_ref().and_then(CompactPlan::flush_request) {
-            Some(request) => to_js(request),
-            None => Ok(JsValue::UNDEFINED),
-        }
-    }
-
-    /// `{ messages, marker, report, state? }`: the compaction applied if every step went
-    /// well, else the messages as they were; `state` is the session state to store (bytes).
-    pub fn finish(
-        &mut self,
-        archive: js_sys::Array,
-        summary: JsValue,
-        flush: JsValue,
-    ) -> Result<JsValue, ContextError> {
-        enter();
-        let plan = self.plan.take().ok_or_else(already_applied)?;
-        let outcomes: Vec<Outcome> = archive.iter().map(|v| outcome_of(&v)).collect();
-        // NOTE: the counter the plan was made with, as every free export counts with it.
-        let done = crate::counting::with_default_counter(|counter| {
-            plan.finish(
-                &outcomes,
-                summary_outcome(&summary),
-                flush_outcome(&flush),
-                counter,
-            )
-        });
-        let result = js_sys::Object::new();
-        let messages = messages_out(&self.messages, done.conversation, &done.origin)?;
-        set(&result, "messages", &messages)?;
-        let marker = match &done.marker {
-            Some(marker) => to_js(marker)?,
-            None => JsValue::NULL,
-        };
-        set(&result, "marker", &marker)?;
-        set(&result, "report", &to_js(&done.report)?)?;
-        if let Some(state) = &done.state {
-            set(
-                &result,
-                "state",
-                &js_sys::Uint8Array::from(state.to_bytes().as_slice()),
-            )?;
-        }
-        Ok(result.into())
-    }
-}
-
-/// Plans a compaction. `state` is the session's stored state (bytes), or `undefined`.
-#[wasm_bindgen(js_name = __ckPlanCompact, skip_typescript)]
-pub fn plan_compact(
-    messages: JsValue,
-    options: JsValue,
-    state: Option<Vec<u8>>,
-) -> Result<CompactPlanJs, ContextError> {
-    enter();
-    let (format, options): (_, CompactOptions) = read_options(&options, true)?;
-    check_flush_figures(&options.flush_options)?;
-    if options.session_id.is_empty() {
-        return Err(ContextError::options(
-            "options.sessionId",
-            "expected a non-empty string".to_owned(),
-        ));
-    }
-    let conv = read_conversation(&messages, format)?;
-    let state = SessionState::from_bytes(state.as_deref());
-    let plan = crate::counting::with_default_counter(|counter| {
-        compact::plan(conv, &options, state, counter)
-    })
-    .map_err(|err| match err {
-        compact::CompactError::Options { path, reason } => ContextError::options(path, reason),
-        compact::CompactError::Count(err) => count_error(err),
-    })?;
-    Ok(CompactPlanJs {
-        plan: Some(plan),
-        messages,
-    })
 }
 
 /// The store keys of the context layer: `state` (a session's state), `rolling` (its rolling
@@ -732,106 +523,4 @@ pub fn read_archive(key: &str, bytes: &[u8]) -> Result<JsValue, ContextError> {
     }
     let text = std::str::from_utf8(bytes).map_err(|_| corrupt())?;
     js_sys::JSON::parse(text).map_err(|_| corrupt())
-}
-
-/// A rolling window, planned: its archive saves and summary request, waiting for their
-/// outcomes.
-#[wasm_bindgen(js_name = __CkRollingPlan, skip_typescript)]
-#[derive(Debug)]
-pub struct RollingPlanJs {
-    messages: JsValue,
-    plan: Option<RollingPlan>,
-}
-
-#[wasm_bindgen(js_class = __CkRollingPlan)]
-impl RollingPlanJs {
-    /// How many archive saves there are (none when no fold is due).
-    #[wasm_bindgen(js_name = saveCount)]
-    pub fn save_count(&self) -> u32 {
-        self.plan.as_ref().map_or(0, |p| p.saves().len() as u32)
-    }
-
-    /// Archive save `i`, made now: `{ key, bytes }`.
-    pub fn save(&self, i: u32) -> Result<JsValue, ContextError> {
-        archive_save_js(self.plan.as_ref().map(|p| p.saves()), i)
-    }
-
-    /// What to give the summarizer, or `undefined` when no fold is due.
-    #[wasm_bindgen(js_name = summaryRequest)]
-    pub fn summary_request(&self) -> Result<JsValue, ContextError> {
-        match self.plan.as_ref().and_then(RollingPlan::summary_request) {
-            Some(request) => summary_request_js(request),
-            None => Ok(JsValue::UNDEFINED),
-        }
-    }
-
-    /// `{ messages, marker, report, state? }`: the fold applied if every step went well,
-    /// else the iterations raw; `state` is the rolling state to store (bytes).
-    pub fn finish(
-        &mut self,
-        archive: js_sys::Array,
-        summary: JsValue,
-    ) -> Result<JsValue, ContextError> {
-        enter();
-        let plan = self.plan.take().ok_or_else(already_applied)?;
-        let outcomes: Vec<Outcome> = archive.iter().map(|v| outcome_of(&v)).collect();
-        // NOTE: the counter the plan was made with, as every free export counts with it.
-        let done = crate::counting::with_default_counter(|counter| {
-            plan.finish(&outcomes, summary_outcome(&summary), counter)
-        });
-        let result = js_sys::Object::new();
-        let messages = messages_out(&self.messages, done.conversation, &done.origin)?;
-        set(&result, "messages", &messages)?;
-        let marker = match &done.marker {
-            Some(marker) => to_js(marker)?,
-            None => JsValue::NULL,
-        };
-        set(&result, "marker", &marker)?;
-        set(&result, "report", &to_js(&done.report)?)?;
-        if let Some(state) = &done.state {
-            set(
-                &result,
-                "state",
-                &js_sys::Uint8Array::from(state.to_bytes().as_slice()),
-            )?;
-        }
-        Ok(result.into())
-    }
-}
-
-/// Plans a rolling window. `state` is the session's stored rolling state (bytes), or
-/// `undefined`.
-#[wasm_bindgen(js_name = __ckPlanRolling, skip_typescript)]
-pub fn plan_rolling(
-    messages: JsValue,
-    options: JsValue,
-    state: Option<Vec<u8>>,
-) -> Result<RollingPlanJs, ContextError> {
-    enter();
-    let (format, options): (_, RollingOptions) = read_options(&options, true)?;
-    if options.session_id.is_empty() {
-        return Err(ContextError::options(
-            "options.sessionId",
-            "expected a non-empty string".to_owned(),
-        ));
-    }
-    let conv = read_conversation(&messages, format)?;
-    let state = RollingState::from_bytes(state.as_deref());
-    let plan = crate::counting::with_default_counter(|counter| {
-        rolling::plan(conv, &options, state, counter)
-    })
-    .map_err(|err| match err {
-        rolling::RollingError::Options { path, reason } => ContextError::options(path, reason),
-        rolling::RollingError::Count(CountMessagesError::Parse(err)) => ContextError::from(err),
-        rolling::RollingError::Count(CountMessagesError::Options(err)) => {
-            ContextError::options("options", err.to_string())
-        }
-        rolling::RollingError::Count(CountMessagesError::Count(err)) => {
-            ContextError::internal(err.to_string())
-        }
-    })?;
-    Ok(RollingPlanJs {
-        plan: Some(plan),
-        messages,
-    })
 }

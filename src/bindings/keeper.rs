@@ -1,7 +1,8 @@
-//! The keeper's core for the JS driver (`pkg-template/context/keeper.js`): `__CkKeeper` owns
+//! The keeper's core for the JS driver (`pkg-template/context/index.js`): `__CkKeeper` owns
 //! the options and a counter of its own (count cache, calibrations, and the map of message
-//! objects it has read), so two keepers in one isolate never share or race on state;
-//! `__CkPrepare` is one prepare, stepped by the driver ([`crate::context::keeper`]).
+//! objects it has read), so two keepers in one isolate never share or race on state; its
+//! `prepare` gives one prepare as a machine (`__CkMachine`, [`super::machine`]), stepped by
+//! the driver's one loop.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -11,18 +12,17 @@ use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
 use super::context::{
-    already_applied, archive_save_js, check_flush_figures, count_error, flush_outcome,
-    messages_out_reusing, outcome_of, read_conversation, read_options, save_to_js, set,
-    summary_outcome, summary_request_js, to_js,
+    check_flush_figures, count_error, messages_out_reusing, read_conversation, read_options, set,
+    to_js,
 };
 use super::error::ContextError;
 use super::list::{self, Found};
+use super::machine::{need_js, MachineJs, Stepped};
 use super::memo::{Counting as _, Own};
 use super::{enter, walk};
 use crate::context::decision::DecisionMemo;
-use crate::context::keeper::{Call, KeeperOptions, Need, Prepare, PrepareError};
+use crate::context::keeper::{Call, Event, KeeperOptions, Prepare, PrepareError};
 use crate::context::state::SessionState;
-use crate::context::Outcome;
 use crate::counting::{CountMessagesOptions, Counter, Learnt, MAX_CALIBRATION_FACTOR};
 use crate::messages::type_name as type_name_of_json;
 use crate::messages::{self, Conversation, Format, FormatVotes, ListedMessage};
@@ -285,7 +285,7 @@ impl KeeperJs {
         flush: bool,
         state: Option<Vec<u8>>,
         unrecorded: JsValue,
-    ) -> Result<PrepareJs, ContextError> {
+    ) -> Result<MachineJs, ContextError> {
         enter();
         let (conv, ids) = read_kept(&self.counting, &messages, self.options.format)?;
         let call = Call {
@@ -336,14 +336,14 @@ impl KeeperJs {
                 }
             }
         }
-        Ok(PrepareJs {
+        Ok(MachineJs::new(KeeperPrepare {
             messages,
-            prepare: Some(prepare),
+            prepare,
             counter,
             memo: Rc::clone(&self.memo),
             made: Rc::clone(&self.made),
             state: Rc::clone(&self.state),
-        })
+        }))
     }
 
     /// A session's calibration (provider tokens per estimated token), if `recordUsage` found
@@ -567,12 +567,11 @@ fn read_kept(
     Ok((conv, ids))
 }
 
-/// One prepare, stepped by the driver.
-#[wasm_bindgen(js_name = __CkPrepare, skip_typescript)]
+/// One prepare of a keeper, stepped by the driver ([`Machine::Prepare`]).
 #[derive(Debug)]
-pub struct PrepareJs {
+pub(super) struct KeeperPrepare {
     messages: JsValue,
-    prepare: Option<Prepare>,
+    prepare: Prepare,
     counter: Rc<RefCell<Counter>>,
     /// The keeper's, to hand the memo back to.
     memo: Rc<RefCell<DecisionMemo>>,
@@ -582,115 +581,52 @@ pub struct PrepareJs {
     state: Rc<RefCell<Option<Written>>>,
 }
 
-fn saves_js(saves: &[crate::context::Save]) -> Result<Array, ContextError> {
-    let out = Array::new();
-    for save in saves {
-        out.push(&save_to_js(save)?);
-    }
-    Ok(out)
-}
-
-#[wasm_bindgen(js_class = __CkPrepare)]
-impl PrepareJs {
-    /// What the driver must do: `{ kind: "saves", saves }`, `{ kind: "flush", request }`,
-    /// `{ kind: "compact", saves, request }` (`saves`: how many archive saves `archiveSave`
-    /// makes; `request` undefined: nothing to summarize) or
-    /// `{ kind: "done" }`.
-    pub fn next(&mut self) -> Result<JsValue, ContextError> {
-        enter();
-        let prepare = self.prepare.as_mut().ok_or_else(already_applied)?;
+impl Stepped for KeeperPrepare {
+    fn next(&mut self) -> Result<JsValue, ContextError> {
         let mut counter = self.counter.borrow_mut();
-        let need = prepare.next(&mut counter).map_err(prepare_error)?;
-        let out = js_sys::Object::new();
-        match need {
-            Need::Saves(saves) => {
-                set(&out, "kind", &"saves".into())?;
-                set(&out, "saves", &saves_js(saves)?.into())?;
-            }
-            Need::Flush(request) => {
-                set(&out, "kind", &"flush".into())?;
-                set(&out, "request", &to_js(request)?)?;
-            }
-            Need::Compact { saves, request } => {
-                set(&out, "kind", &"compact".into())?;
-                // NOTE: how many; `archiveSave(i)` makes each, so that the driver stores one
-                // before the next is made (and a dry run makes none).
-                set(&out, "saves", &(saves.len() as u32).into())?;
-                let request = match request {
-                    Some(request) => summary_request_js(request)?,
-                    None => JsValue::UNDEFINED,
-                };
-                set(&out, "request", &request)?;
-            }
-            Need::Done => set(&out, "kind", &"done".into())?,
-        }
-        Ok(out.into())
+        need_js(self.prepare.next(&mut counter).map_err(prepare_error)?)
     }
 
-    /// Archive save `i` of the compaction `next` asked for, made now: `{ key, bytes }`.
-    #[wasm_bindgen(js_name = archiveSave)]
-    pub fn archive_save(&self, i: u32) -> Result<JsValue, ContextError> {
-        let prepare = self.prepare.as_ref().ok_or_else(already_applied)?;
-        archive_save_js(prepare.archive_saves(), i)
+    fn archive_saves(&self) -> Option<crate::context::archive::ArchiveSaves<'_>> {
+        self.prepare.archive_saves()
     }
 
-    /// The outcomes of the saves asked for: `null` (confirmed) or the reason, one each.
-    pub fn saved(&mut self, outcomes: Array) -> Result<(), ContextError> {
-        let prepare = self.prepare.as_mut().ok_or_else(already_applied)?;
-        let outcomes: Vec<Outcome> = outcomes.iter().map(|v| outcome_of(&v)).collect();
+    fn handle(&mut self, event: Event) -> Result<(), ContextError> {
         let mut counter = self.counter.borrow_mut();
-        prepare
-            .saved(&outcomes, &mut counter)
-            .map_err(prepare_error)
-    }
-
-    /// The flush's outcome: `{ reply }` or `{ failed }`.
-    pub fn flushed(&mut self, outcome: JsValue) -> Result<(), ContextError> {
-        let prepare = self.prepare.as_mut().ok_or_else(already_applied)?;
-        let outcome = flush_outcome(&outcome).unwrap_or(
-            crate::context::flush::FlushOutcome::Failed("the flush has no outcome".to_owned()),
-        );
-        let mut counter = self.counter.borrow_mut();
-        prepare
-            .flushed(outcome, &mut counter)
-            .map_err(prepare_error)
-    }
-
-    /// The compaction's outcomes: one per archive save, and the summary (`{ text }`,
-    /// `{ failed }`, `{ heuristic: true }`, or `undefined` when it was not called).
-    pub fn summarized(&mut self, archive: Array, summary: JsValue) -> Result<(), ContextError> {
-        let prepare = self.prepare.as_mut().ok_or_else(already_applied)?;
-        let outcomes: Vec<Outcome> = archive.iter().map(|v| outcome_of(&v)).collect();
-        let mut counter = self.counter.borrow_mut();
-        prepare
-            .summarized(&outcomes, summary_outcome(&summary), &mut counter)
+        (self.prepare)
+            .handle(event, &mut counter)
             .map_err(prepare_error)
     }
 
     /// `{ messages, report, state?, calibration? }`: the messages to send (untouched ones the
     /// caller's own objects, or objects it made for the same cuts before), the report, and the
     /// session state to store (bytes) with its calibration when it changed.
-    pub fn finish(&mut self) -> Result<JsValue, ContextError> {
-        enter();
-        let prepare = self.prepare.take().ok_or_else(already_applied)?;
-        let mut done = prepare.finish(&mut self.counter.borrow_mut());
-        *self.memo.borrow_mut() = std::mem::take(&mut done.memo);
+    fn finish(self: Box<Self>) -> Result<JsValue, ContextError> {
+        let KeeperPrepare {
+            messages: input,
+            prepare,
+            counter,
+            memo,
+            made,
+            state,
+        } = *self;
+        let mut done = prepare.finish(&mut counter.borrow_mut());
+        *memo.borrow_mut() = std::mem::take(&mut done.memo);
         let system = match (done.system_edited, done.conversation.system()) {
             (true, Some(system)) => Some(system.clone().into_content_value()),
             _ => None,
         };
         let messages = {
-            let mut made = self.made.borrow_mut();
+            let mut made = made.borrow_mut();
             made.check();
-            let out =
-                messages_out_reusing(&self.messages, done.conversation, &done.origin, &mut *made);
+            let out = messages_out_reusing(&input, done.conversation, &done.origin, &mut *made);
             made.last = std::mem::take(&mut made.now);
             made.again = true;
             out?
         };
         if let Some(Some(system)) = system {
             // NOTE: a cache breakpoint on the system prompt: the request object is a copy.
-            let copy = if messages == self.messages {
+            let copy = if messages == input {
                 js_sys::Object::assign(&js_sys::Object::new(), messages.unchecked_ref()).into()
             } else {
                 messages.clone()
@@ -701,30 +637,29 @@ impl PrepareJs {
                 &super::messages::json_to_js(&system)
                     .map_err(|e| ContextError::internal(e.to_string()))?,
             )?;
-            return self.finished(copy, &done.report, done.state);
+            return finished(&state, copy, &done.report, done.state);
         }
-        self.finished(messages, &done.report, done.state)
+        finished(&state, messages, &done.report, done.state)
     }
 }
 
-impl PrepareJs {
-    fn finished(
-        &self,
-        messages: JsValue,
-        report: &crate::context::keeper::PrepareReport,
-        state: Option<SessionState>,
-    ) -> Result<JsValue, ContextError> {
-        let out = js_sys::Object::new();
-        set(&out, "messages", &messages)?;
-        set(&out, "report", &to_js(report)?)?;
-        if let Some(state) = state {
-            let bytes = state.to_bytes();
-            set(&out, "state", &js_sys::Uint8Array::from(bytes.as_slice()))?;
-            // NOTE: the session's calibration, so the driver need not read the state again.
-            let calibration = state.keeper.calibration_ppm.map(|ppm| ppm as f64 / 1e6);
-            set(&out, "calibration", &calibration.into())?;
-            *self.state.borrow_mut() = Some((bytes, state));
-        }
-        Ok(out.into())
+/// A prepare's output, the state it wrote kept as the keeper's last.
+fn finished(
+    written: &RefCell<Option<Written>>,
+    messages: JsValue,
+    report: &crate::context::keeper::PrepareReport,
+    state: Option<SessionState>,
+) -> Result<JsValue, ContextError> {
+    let out = js_sys::Object::new();
+    set(&out, "messages", &messages)?;
+    set(&out, "report", &to_js(report)?)?;
+    if let Some(state) = state {
+        let bytes = state.to_bytes();
+        set(&out, "state", &js_sys::Uint8Array::from(bytes.as_slice()))?;
+        // NOTE: the session's calibration, so the driver need not read the state again.
+        let calibration = state.keeper.calibration_ppm.map(|ppm| ppm as f64 / 1e6);
+        set(&out, "calibration", &calibration.into())?;
+        *written.borrow_mut() = Some((bytes, state));
     }
+    Ok(out.into())
 }

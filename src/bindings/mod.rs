@@ -16,6 +16,8 @@ mod keeper;
 #[cfg(feature = "full")]
 mod list;
 #[cfg(feature = "full")]
+mod machine;
+#[cfg(feature = "full")]
 mod memo;
 #[cfg(feature = "full")]
 mod messages;

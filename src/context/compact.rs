@@ -45,6 +45,7 @@ use super::fold::{
     self, Folding, Phase, SummaryOutcome, SummaryRequest, DEFAULT_MAX_PINNED,
     DEFAULT_TRANSCRIPT_TOKENS,
 };
+use super::machine::{Event, FoldSteps, Need};
 use super::marker::{
     blocks_of, latest_marker, leading_systems, marker_message, marker_of, marker_shape, MarkerInfo,
     MarkerShape,
@@ -329,6 +330,8 @@ pub struct CompactPlan {
     /// A re-applied compaction's kept rest of a message cut at a step: (its index here, the
     /// input's index of the message, the parts of it before the rest).
     tail_of: Option<(usize, usize, usize)>,
+    /// What the driver answered so far.
+    steps: FoldSteps,
 }
 
 /// Why a compaction cannot be planned.
@@ -422,6 +425,7 @@ pub fn plan(
         continues: false,
         archived: 0,
         tail_of,
+        steps: FoldSteps::default(),
     };
     plan.locate(counter);
     Ok(plan)
@@ -693,6 +697,33 @@ impl CompactPlan {
     /// Whether anything is to be done (saves and a summary).
     pub fn has_work(&self) -> bool {
         self.work.is_some()
+    }
+
+    /// What the driver must do next: the flush, the archive, the summary, in that order.
+    pub fn next(&self) -> Need<'_> {
+        (self.steps).next(self.flush.as_ref(), self.saves(), self.request.as_ref())
+    }
+
+    /// Takes what came of the step [`CompactPlan::next`] asked for.
+    pub fn handle(&mut self, event: Event) {
+        self.steps.handle(event);
+    }
+
+    /// The bytes of the archive saves the driver confirmed.
+    pub fn stored_bytes(&self) -> u64 {
+        let saves = self.saves();
+        (self.steps.archived().iter().enumerate())
+            .filter(|(_, o)| **o == Outcome::Saved)
+            .filter_map(|(i, _)| saves.made_len(i))
+            .map(|n| n as u64)
+            .sum()
+    }
+
+    /// The compaction, once [`CompactPlan::next`] is [`Need::Done`]: applied if every step
+    /// went well, else the messages as they were.
+    pub fn done(mut self, counter: &mut Counter) -> Compacted {
+        let (archive, summary, flushed) = self.steps.take();
+        self.finish(&archive, summary, flushed, counter)
     }
 }
 

@@ -2,10 +2,12 @@
 //! what the user or the tools said.
 //!
 //! Sans-IO (DESIGN.md, "How the context layer is built"): this module decides and rewrites and
-//! never waits on anything. What needs the outside world is a plan: [`offload::plan_messages`]
-//! returns the saves to make ([`Save`]: a key and bytes), the driver (JS, in pkg-template)
-//! performs them with its timeouts, and [`offload::OffloadPlan::apply`] takes one [`Outcome`]
-//! per save and replaces only the parts whose copy was confirmed. Reading back ([`recovery`])
+//! never waits on anything. What needs the outside world is a machine ([`machine`]): an
+//! offload, a compaction, a rolling window or a keeper's prepare says what it needs next
+//! ([`machine::Need`]: saves, a flush, an archive, a summary), the driver (JS, in
+//! pkg-template, one loop for all of them) performs it with its timeouts and hands back what
+//! came of it ([`machine::Event`]), and the machine replaces only the parts whose copy was
+//! confirmed. Reading back ([`recovery`])
 //! takes the bytes the driver loaded. Nothing here reads a clock or randomness: the same input
 //! and options give the same output, byte for byte, and keys derive from content and call id.
 //!
@@ -21,6 +23,7 @@
 //! | the fold: older messages archived and replaced by a summary | [`fold`] (the pipeline every fold shares), [`archive`] (the stored record), [`marker`] (what stands in the span's place), [`heuristic`] (the summary without a summarizer), [`transcript`], [`facts`] (the details pinned) |
 //! | the policies that choose what to cut or fold | [`decision`] (the keeper's cuts), [`usage`] (what the agent used since), [`compact`] (a cut point), [`rolling`] (the rolling window's iterations), [`flush`] (the memory flush before a fold) |
 //! | the keeper: one call a turn, ordering the rest | [`keeper`] (its sans-IO machine), [`state`] (the session state it stores) |
+//! | what every machine asks of its driver | [`machine`] (needs, events, a fold's steps) |
 //!
 //! # Words
 //!
@@ -36,8 +39,11 @@
 //!   (compaction, the rolling window, the keeper's compaction); a marker's *overlay* in the
 //!   state lets the full history be recognised and the fold re-applied without a summarizer.
 //! - *budget*: the thresholds of the window the keeper works to (`pruneAt`, `compactAt`, ...).
-//! - *plan*: the sans-IO value a call returns, saying what the driver must store, load or ask;
-//!   the *driver* performs it and hands back each outcome.
+//! - *plan*: what a tier or fold decided before any effect (a [`compact::CompactPlan`], an
+//!   [`offload::OffloadPlan`]); as a *machine* it says what the driver must store or ask, one
+//!   [`machine::Need`] at a time, and the *driver* performs it and hands back each outcome
+//!   ([`machine::Event`]). A keeper's dry run (`plan` in the package) is a prepare whose
+//!   driver performs nothing.
 
 pub mod archive;
 pub mod compact;
@@ -48,6 +54,7 @@ pub mod flush;
 pub mod fold;
 pub mod heuristic;
 pub mod keeper;
+pub mod machine;
 pub mod marker;
 pub mod offload;
 pub mod prune;

@@ -498,7 +498,9 @@ impl ResultPlan {
 
     /// The result after the save's outcome (`None`: no save was planned).
     pub fn apply(self, outcome: Option<&Outcome>) -> OffloadedResult {
-        let ResultPlan { mut content, step } = self;
+        let ResultPlan {
+            mut content, step, ..
+        } = self;
         let Some((shape, offloaded, _, replacement)) = step else {
             return OffloadedResult {
                 content,

@@ -4,8 +4,7 @@ use std::cell::OnceCell;
 
 use crate::context::compact;
 use crate::context::flush::{self, FlushOutcome};
-use crate::context::fold::SummaryOutcome;
-use crate::context::{Action, Outcome};
+use crate::context::Action;
 use crate::counting::Counter;
 
 use super::options::*;
@@ -52,7 +51,7 @@ impl Prepare {
     ///
     /// # Errors
     /// A compaction option that is wrong (when the compaction follows).
-    pub fn flushed(
+    pub(super) fn flushed(
         &mut self,
         outcome: FlushOutcome,
         counter: &mut Counter,
@@ -106,27 +105,17 @@ impl Prepare {
         Ok(())
     }
 
-    /// The outcomes of the compaction [`Need::Compact`] asked for: one per archive save, and
-    /// the summary (`NotCalled` when a save failed; `Heuristic` without a summarizer).
+    /// The compaction, once its plan has every outcome it asked for (the archive's, the
+    /// summary's): adopted if it was made, else the cuts that were to wait for it.
     ///
     /// # Errors
     /// A conversation that cannot be counted (in practice never: it was counted).
-    pub fn summarized(
-        &mut self,
-        archive: &[Outcome],
-        summary: SummaryOutcome,
-        counter: &mut Counter,
-    ) -> Result<(), PrepareError> {
+    pub(super) fn compacted_now(&mut self, counter: &mut Counter) -> Result<(), PrepareError> {
         let Stage::Compacting(plan) = std::mem::replace(&mut self.stage, Stage::Done) else {
             return Ok(());
         };
-        let saves = plan.saves();
-        let stored: u64 = (archive.iter().enumerate())
-            .filter(|(_, o)| **o == Outcome::Saved)
-            .filter_map(|(i, _)| saves.made_len(i))
-            .map(|n| n as u64)
-            .sum();
-        let done = plan.finish(archive, summary, None, counter);
+        let stored = plan.stored_bytes();
+        let done = plan.done(counter);
         let applied = matches!(
             done.report.outcome,
             compact::CompactOutcome::Compacted | compact::CompactOutcome::Reapplied

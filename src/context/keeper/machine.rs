@@ -6,6 +6,7 @@ use std::cell::OnceCell;
 use crate::context::archive;
 use crate::context::compact;
 use crate::context::decision::{self, Cut, DecisionMemo, Shape};
+use crate::context::machine::{Event, Need};
 use crate::context::state::{Horizon, SavedTokens, SessionState};
 use crate::context::{
     result_sites, result_sites_paired, Action, Failure, Outcome, ResultSite, Turns,
@@ -152,23 +153,41 @@ impl Prepare {
                     self.decide(counter)?;
                     continue;
                 }
+                Stage::Compacting(plan) if matches!(plan.next(), Need::Done) => {
+                    self.compacted_now(counter)?;
+                    continue;
+                }
                 Stage::Cutting(_) | Stage::Flushing(..) | Stage::Compacting(_) | Stage::Done => {
                     break
                 }
             }
         }
         Ok(match &self.stage {
-            Stage::Cutting(pending) => Need::Saves(&pending.batch),
+            Stage::Cutting(pending) => Need::Saves(pending.batch.iter().collect()),
             Stage::Flushing(request, _) => Need::Flush(request),
-            Stage::Compacting(plan) => Need::Compact {
-                saves: plan.saves(),
-                request: plan.summary_request(),
-            },
+            Stage::Compacting(plan) => plan.next(),
             Stage::Start | Stage::Decide | Stage::Done => Need::Done,
         })
     }
 
-    /// The archive saves of the compaction [`Need::Compact`] asked for, while it waits for
+    /// Takes what came of the step [`Prepare::next`] asked for.
+    ///
+    /// # Errors
+    /// A compaction option that is wrong (when a compaction follows the flush), or a
+    /// conversation that cannot be counted (in practice never: it was counted).
+    pub fn handle(&mut self, event: Event, counter: &mut Counter) -> Result<(), PrepareError> {
+        match (event, &mut self.stage) {
+            (Event::Saved(outcomes), _) => self.saved(&outcomes, counter),
+            (Event::Flushed(outcome), _) => self.flushed(outcome, counter),
+            (event, Stage::Compacting(plan)) => {
+                plan.handle(event);
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The archive saves of the compaction [`Need::Archive`] asked for, while it waits for
     /// their outcomes.
     pub fn archive_saves(&self) -> Option<archive::ArchiveSaves<'_>> {
         match &self.stage {
@@ -181,7 +200,7 @@ impl Prepare {
     ///
     /// # Errors
     /// A conversation that cannot be counted (in practice never: it was counted).
-    pub fn saved(
+    pub(super) fn saved(
         &mut self,
         outcomes: &[Outcome],
         counter: &mut Counter,

@@ -35,6 +35,7 @@ mod options;
 mod prepare;
 mod report;
 
+pub use crate::context::machine::{Event, Need};
 pub use options::*;
 pub use prepare::Prepare;
 pub use report::*;

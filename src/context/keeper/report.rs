@@ -1,17 +1,15 @@
-//! What a prepare asks of its driver ([`Need`]), and what it reports.
+//! What a prepare reports.
 
 use serde::{Deserialize, Serialize};
 
 #[cfg(target_arch = "wasm32")]
 use tsify::Tsify;
 
-use crate::context::archive;
 use crate::context::compact::{self, CompactReport};
 use crate::context::decision::DecisionMemo;
-use crate::context::flush::{FlushReport, FlushRequest};
-use crate::context::fold::{self};
+use crate::context::flush::FlushReport;
 use crate::context::state::SessionState;
-use crate::context::{Edit, Failure, Save};
+use crate::context::{Edit, Failure};
 use crate::counting::CountMessagesError;
 use crate::messages::Conversation;
 
@@ -140,27 +138,6 @@ impl PrepareReport {
             estimated: false,
         }
     }
-}
-
-/// What the driver must do next.
-#[derive(Debug)]
-pub enum Need<'a> {
-    /// Save these copies (of what cuts will remove) and hand one outcome each to
-    /// [`Prepare::saved`].
-    Saves(&'a [Save]),
-    /// Run the memory flush and hand its outcome to [`Prepare::flushed`].
-    Flush(&'a FlushRequest),
-    /// Save the archive, then (when every save was confirmed) ask the summarizer, and hand
-    /// both to [`Prepare::summarized`].
-    Compact {
-        /// The archive's saves, each made when asked for (store one before asking for the
-        /// next, and the two copies of the span are never in memory together).
-        saves: archive::ArchiveSaves<'a>,
-        /// The summary request.
-        request: Option<&'a fold::SummaryRequest>,
-    },
-    /// Call [`Prepare::finish`].
-    Done,
 }
 
 /// A prepared conversation.

@@ -92,7 +92,7 @@ fn prepare(
     .unwrap();
     let mut driven = Driven::default();
     loop {
-        let outcome = match p.next(&mut counter).unwrap() {
+        let event = match p.next(&mut counter).unwrap() {
             Need::Done => break,
             Need::Saves(saves) => {
                 driven.saves += saves.len();
@@ -106,41 +106,29 @@ fn prepare(
                 } else {
                     Outcome::Saved
                 };
-                Step::Saved(vec![o; saves.len()])
+                Event::Saved(vec![o; saves.len()])
             }
             Need::Flush(_) => {
                 driven.flushes += 1;
-                Step::Flushed
+                Event::Flushed(FlushOutcome::Replied(Some("SILENT".into())))
             }
-            Need::Compact { saves, request } => {
-                driven.summaries += usize::from(request.is_some());
+            Need::Archive(saves) => {
                 driven
                     .stored
                     .extend(saves.iter().map(|s| (s.key.clone(), s.bytes.clone())));
-                let outcomes = vec![Outcome::Saved; saves.len()];
-                let s = match (request, summary.strip_prefix('!')) {
-                    (None, _) => SummaryOutcome::NotCalled,
-                    (Some(_), Some(reason)) => SummaryOutcome::Failed(reason.into()),
-                    (Some(_), None) => SummaryOutcome::Text(summary.into()),
-                };
-                Step::Summarized(outcomes, s)
+                Event::Archived(vec![Outcome::Saved; saves.len()])
+            }
+            Need::Summarize(_) => {
+                driven.summaries += 1;
+                Event::Summarized(match summary.strip_prefix('!') {
+                    Some(reason) => SummaryOutcome::Failed(reason.into()),
+                    None => SummaryOutcome::Text(summary.into()),
+                })
             }
         };
-        match outcome {
-            Step::Saved(o) => p.saved(&o, &mut counter).unwrap(),
-            Step::Flushed => p
-                .flushed(FlushOutcome::Replied(Some("SILENT".into())), &mut counter)
-                .unwrap(),
-            Step::Summarized(o, s) => p.summarized(&o, s, &mut counter).unwrap(),
-        }
+        p.handle(event, &mut counter).unwrap();
     }
     (p.finish(&mut counter), driven)
-}
-
-enum Step {
-    Saved(Vec<Outcome>),
-    Flushed,
-    Summarized(Vec<Outcome>, SummaryOutcome),
 }
 
 const SUMMARY: &str = "Intent: fix the failing test in src/export/csv.rs. Progress: read the export code turn by turn. State: still reading.";
@@ -525,20 +513,23 @@ fn anthropic_breakpoints_go_on_the_system_prompt_and_the_stable_prefix() {
             Need::Done => break,
             Need::Saves(saves) => {
                 let n = saves.len();
-                p.saved(&vec![Outcome::Saved; n], &mut counter).unwrap();
+                p.handle(Event::Saved(vec![Outcome::Saved; n]), &mut counter)
+                    .unwrap();
             }
             Need::Flush(_) => p
-                .flushed(FlushOutcome::Replied(None), &mut counter)
+                .handle(Event::Flushed(FlushOutcome::Replied(None)), &mut counter)
                 .unwrap(),
-            Need::Compact { saves, .. } => {
+            Need::Archive(saves) => {
                 let n = saves.len();
-                p.summarized(
-                    &vec![Outcome::Saved; n],
-                    SummaryOutcome::Text(SUMMARY.into()),
+                p.handle(Event::Archived(vec![Outcome::Saved; n]), &mut counter)
+                    .unwrap();
+            }
+            Need::Summarize(_) => p
+                .handle(
+                    Event::Summarized(SummaryOutcome::Text(SUMMARY.into())),
                     &mut counter,
                 )
-                .unwrap();
-            }
+                .unwrap(),
         }
     }
     let out = p.finish(&mut counter);

@@ -6,6 +6,7 @@ use serde_json::json;
 use crate::context::archive::{ArchiveSaves, ArchiveSpan};
 use crate::context::compact::has_results;
 use crate::context::fold::{self, SummaryRequest};
+use crate::context::machine::{Event, FoldSteps, Need};
 use crate::context::marker::{blocks_of, latest_marker};
 use crate::context::state::{chain, Chain};
 use crate::context::Measure;
@@ -49,6 +50,8 @@ pub struct RollingPlan {
     pub(super) request: Option<SummaryRequest>,
     pub(super) tokens_before: u64,
     pub(super) estimated: bool,
+    /// What the driver answered so far.
+    pub(super) steps: FoldSteps,
 }
 
 /// Plans a rolling window over `conv`, given its stored state.
@@ -315,6 +318,7 @@ pub fn plan(
         request: None,
         tokens_before: before.total,
         estimated: !before.exact,
+        steps: FoldSteps::default(),
     };
     out.reconcile();
     let fixed = instructions_tokens + goal_tokens + overhead;
@@ -551,6 +555,23 @@ impl RollingPlan {
     /// Whether a fold is due.
     pub fn has_work(&self) -> bool {
         self.fold.is_some()
+    }
+
+    /// What the driver must do next: the archive, then the summary.
+    pub fn next(&self) -> Need<'_> {
+        self.steps.next(None, self.saves(), self.request.as_ref())
+    }
+
+    /// Takes what came of the step [`RollingPlan::next`] asked for.
+    pub fn handle(&mut self, event: Event) {
+        self.steps.handle(event);
+    }
+
+    /// The rolling window, once [`RollingPlan::next`] is [`Need::Done`]: the fold applied if
+    /// every step went well, else the iterations raw.
+    pub fn done(mut self, counter: &mut Counter) -> Rolled {
+        let (archive, summary, _) = self.steps.take();
+        self.finish(&archive, summary, counter)
     }
 
     /// The first request's text, for the heuristic summary and fact pinning.

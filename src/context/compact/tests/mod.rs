@@ -48,20 +48,78 @@ fn planned(v: &Value, state: SessionState) -> CompactPlan {
     plan(read(v), &options(), state, &mut Counter::new()).unwrap()
 }
 
-/// Finishing a plan whose archive was stored, with a summary.
+/// Running a plan's machine to its end: every archive save confirmed, the summarizer
+/// returning `text`.
 trait Summarized {
     fn summarized(self, text: &str) -> Compacted;
 }
 
 impl Summarized for CompactPlan {
-    fn summarized(self, text: &str) -> Compacted {
-        self.finish(
-            &[Outcome::Saved, Outcome::Saved],
-            SummaryOutcome::Text(text.into()),
-            None,
-            &mut Counter::new(),
-        )
+    fn summarized(mut self, text: &str) -> Compacted {
+        loop {
+            let event = match self.next() {
+                Need::Done => return self.done(&mut Counter::new()),
+                Need::Archive(saves) => Event::Archived(vec![Outcome::Saved; saves.len()]),
+                Need::Summarize(_) => Event::Summarized(SummaryOutcome::Text(text.into())),
+                need => panic!("a compaction without a flush asked for {need:?}"),
+            };
+            self.handle(event);
+        }
     }
+}
+
+#[test]
+fn the_machine_asks_for_the_flush_then_the_archive_then_the_summary_only_once_it_is_stored() {
+    let input = run(12);
+    let flushing = CompactOptions {
+        flush: true,
+        ..options()
+    };
+    let mut p = plan(
+        read(&input),
+        &flushing,
+        SessionState::default(),
+        &mut Counter::new(),
+    )
+    .unwrap();
+    assert!(matches!(p.next(), Need::Flush(_)), "{:?}", p.next());
+    p.handle(Event::Flushed(FlushOutcome::Replied(None)));
+    assert!(
+        matches!(p.next(), Need::Archive(saves) if saves.len() == 2),
+        "{:?}",
+        p.next()
+    );
+    // a save that failed: no summary is asked for, and nothing is replaced
+    p.handle(Event::Archived(vec![
+        Outcome::Saved,
+        Outcome::Failed("quota".into()),
+    ]));
+    assert!(matches!(p.next(), Need::Done), "{:?}", p.next());
+    let failed = p.clone().done(&mut Counter::new());
+    assert_eq!(failed.report.outcome, CompactOutcome::Failed);
+    assert_eq!(failed.conversation.messages(), read(&input).messages());
+    assert!(
+        failed.report.flush.is_some(),
+        "the flush ran and is reported"
+    );
+    // every save confirmed: the summary is asked for, then nothing more
+    let mut p = planned(&input, SessionState::default());
+    assert!(
+        matches!(p.next(), Need::Archive(_)),
+        "without a flush, the archive comes first"
+    );
+    p.handle(Event::Archived(vec![Outcome::Saved; 2]));
+    assert!(matches!(p.next(), Need::Summarize(_)), "{:?}", p.next());
+    p.handle(Event::Summarized(SummaryOutcome::Text(SUMMARY.into())));
+    assert!(matches!(p.next(), Need::Done), "{:?}", p.next());
+    assert_eq!(
+        p.done(&mut Counter::new()).report.outcome,
+        CompactOutcome::Compacted
+    );
+    // nothing to fold: done at once
+    let short = planned(&run(2), SessionState::default());
+    assert!(!short.has_work());
+    assert!(matches!(short.next(), Need::Done), "{:?}", short.next());
 }
 
 const SUMMARY: &str =
