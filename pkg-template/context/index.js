@@ -644,15 +644,6 @@ function checkMemoryKey(key) {
   }
   return key.slice();
 }
-
-/** Every string inside a message, deep (for the offload check of appended messages). */
-function* stringsOf(value, depth = 0) {
-  if (typeof value === "string") yield value;
-  else if (value !== null && typeof value === "object" && depth < 8) {
-    for (const v of Array.isArray(value) ? value : Object.values(value)) yield* stringsOf(v, depth + 1);
-  }
-}
-
 /** The message list of a conversation argument and the request object around it (or null). */
 function listOf(conversation) {
   if (Array.isArray(conversation)) return { list: conversation, envelope: null };
@@ -676,12 +667,6 @@ function extendsPrevious(history, previous) {
   return true;
 }
 
-/** How far past its line a history's new messages, added to what the last call sent, may
- * reach and still be counted whole by the fast path: more than a list's own tokens (the
- * reply's priming, in both counts). Past it the core decides, as it would anyway unless a new
- * turn dropped more earlier thinking than the margin. */
-const FAST_MARGIN_TOKENS = 256;
-
 /** The figures of no prepare answered without the core. */
 const NOTHING_UNRECORDED = Object.freeze({ prepared: 0, tokensSent: 0, lastTokens: 0, saved: Object.freeze({ offload: 0, prune: 0, evict: 0, compact: 0 }) });
 
@@ -695,14 +680,6 @@ const NOTHING_UNRECORDED = Object.freeze({ prepared: 0, tokensSent: 0, lastToken
  * memo, so the old messages are not read again).
  */
 function bindKeeper(core, h) {
-  /** Assistant turns `message` begins: one per assistant message, and per later `step-start`
-   * part of a UIMessage (as the core's `Turns` counts them). */
-  const turnStarts = (message) => {
-    if (message === null || typeof message !== "object" || message.role !== "assistant") return 0;
-    const parts = Array.isArray(message.parts) ? message.parts : [];
-    return 1 + parts.filter((part, i) => i > 0 && part?.type === "step-start").length;
-  };
-
   return class ContextKeeper {
     #core;
     #options;
@@ -815,42 +792,21 @@ function bindKeeper(core, h) {
       if (last === undefined || this.#budget === null || !extendsPrevious(history, last)) return null;
       const { list, envelope } = listOf(history);
       const fresh = list.slice(last.list.length);
-      const limit = last.offloadLimit;
       // the session's calibration (another session of this keeper may have set another)
       keeper.calibrate(last.calibration ?? 1);
-      for (const message of fresh) {
-        // NOTE: a message holding a text that may be over half the offload limit goes to the
-        // core. It is counted through the keeper's memo, so the count of the whole history
-        // below takes it from there instead of tokenizing it a second time.
-        for (const text of stringsOf(message)) {
-          if (text.length * 3 <= limit) continue;
-          if (keeper.count([message]) > limit / 2) return null;
-          break;
-        }
-      }
-      // NOTE: the standing prune decision holds for `holdsFor` more turns: until then a
-      // history within the budget keeps it, as the core would decide ("held").
-      const turns = fresh.reduce((n, message) => n + turnStarts(message), 0);
-      const holdsFor = Math.max(0, last.report.holdsFor - turns);
-      const ceiling = holdsFor > 0 ? last.heldCeiling : last.ceiling;
-      // NOTE: a history grown clearly past the line goes to the core without counting all of
-      // it here first (the core reads it again): the new messages alone, on top of what the
-      // last call sent, tell. The margin covers a list's own tokens, counted in both.
-      if (fresh.length > 0 && last.report.tokensAfter + keeper.countNew(fresh) > ceiling + FAST_MARGIN_TOKENS) return null;
       const outList = fresh.length === 0 ? last.outList : last.outList.concat(fresh);
       const output = envelope === null ? outList : { ...last.outEnvelope, messages: outList };
-      const tokens = keeper.count(output);
-      if (tokens > ceiling) return null;
-      const before = last.report.tokensBefore + (tokens - last.report.tokensAfter);
+      // NOTE: the core decides (`keeper::fast`): whether the last answer stands with the new
+      // messages appended, and with what figures; this only assembles the answer.
+      const { tokensBefore, tokensAfter, holdsFor } = last.report;
+      const figures = keeper.fast(fresh, output, tokensBefore, tokensAfter, holdsFor, this.#options.flush !== undefined);
+      if (figures === undefined) return null;
       // NOTE: what the previous call did this call does not (no flush, no compaction, no offload).
       const { flush: _flush, compaction: _compaction, ...standing } = last.report;
       const report = {
         ...standing,
-        tokensBefore: before,
-        tokensAfter: tokens,
+        ...figures,
         fits: true,
-        decision: tokens > this.#budget.pruneAt ? "held" : "under",
-        holdsFor,
         unchangedPrefix: last.outList.length,
         messages: outList.length,
         offloaded: [],
@@ -862,19 +818,18 @@ function bindKeeper(core, h) {
       const u = last.unrecorded;
       const unrecorded = {
         prepared: u.prepared + 1,
-        tokensSent: u.tokensSent + tokens,
-        lastTokens: tokens,
+        tokensSent: u.tokensSent + figures.tokensAfter,
+        lastTokens: figures.tokensAfter,
         saved: { ...u.saved, prune: u.saved.prune + report.saved.prune, evict: u.saved.evict + report.saved.evict },
       };
-      this.#remember(sessionId, history, output, report, last.offloadLimit, last.stored, last.calibration, unrecorded);
+      this.#remember(sessionId, history, output, report, last.stored, last.calibration, unrecorded);
       return { messages: output, report };
     }
 
-    #remember(sessionId, history, output, report, offloadLimit, stored, calibration, unrecorded = NOTHING_UNRECORDED) {
+    #remember(sessionId, history, output, report, stored, calibration, unrecorded = NOTHING_UNRECORDED) {
       const input = listOf(history);
       const out = listOf(output);
       if (input === null || out === null || this.#budget === null) return;
-      const flushAt = this.#options.flush === undefined ? Infinity : this.#budget.flushAt;
       this.#last.set(sessionId, {
         list: input.list.slice(),
         envelope: input.envelope,
@@ -882,13 +837,10 @@ function bindKeeper(core, h) {
         outList: out.list,
         outEnvelope: out.envelope,
         report,
-        offloadLimit,
         // the length of the output whose hashes the state holds (the last full prepare's)
         stored: stored ?? out.list.length,
         calibration,
         unrecorded,
-        ceiling: Math.min(this.#budget.pruneAt, flushAt),
-        heldCeiling: Math.min(this.#budget.compactAt, flushAt),
       });
     }
 
@@ -938,9 +890,8 @@ function bindKeeper(core, h) {
         const saved = await attempt(() => this.#store.save(state.key, done.state), storeTimeoutMs);
         if (!saved.ok) report.stateFailure = saved.reason;
       }
-      const offloadLimit = this.#budget?.offloadAt ?? Infinity;
       const calibration = done.state === undefined ? last?.calibration : (done.calibration ?? undefined);
-      if (report.managed) this.#remember(sessionId, history, done.messages, report, offloadLimit, undefined, calibration);
+      if (report.managed) this.#remember(sessionId, history, done.messages, report, undefined, calibration);
       return { messages: done.messages, report };
     }
 

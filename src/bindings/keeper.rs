@@ -21,7 +21,7 @@ use super::machine::{need_js, MachineJs, Stepped};
 use super::memo::{Counting as _, Own};
 use super::{enter, walk};
 use crate::context::decision::DecisionMemo;
-use crate::context::keeper::{Call, Event, KeeperOptions, Prepare, PrepareError};
+use crate::context::keeper::{fast, Call, Decision, Event, KeeperOptions, Prepare, PrepareError};
 use crate::context::state::SessionState;
 use crate::counting::{CountMessagesOptions, Counter, Learnt, MAX_CALIBRATION_FACTOR};
 use crate::messages::type_name as type_name_of_json;
@@ -249,29 +249,89 @@ impl KeeperJs {
         Ok(count.total as f64)
     }
 
-    /// [`KeeperJs::count`] of messages new to a history (the driver's fast path), and what a
-    /// decision will read of each worked out now ([`DecisionMemo::prime`]), a few messages a
-    /// turn rather than all that arrived since the last decision on the turn that makes one.
-    #[wasm_bindgen(js_name = countNew)]
-    pub fn count_new(&self, messages: JsValue) -> Result<f64, super::counting::CountingError> {
-        let total = self.count(messages.clone())?;
-        // NOTE: read a second time for the parsed messages, which the count keeps but does not
-        // give: the same few new objects, each now known (one snapshot check, no parse).
-        if let Ok(Some((list, _))) = super::counting::split(&messages) {
-            if let Ok(found) = list::read_list(&list, &self.counting, true) {
-                let mut memo = self.memo.borrow_mut();
-                for found in &found {
-                    if let Found::Known {
-                        parsed: Some(message),
-                        ..
-                    } = found
-                    {
-                        memo.prime(message);
-                    }
-                }
+    /// The fast path ([`crate::context::keeper::fast`]): whether a session's last answer
+    /// (its `tokensBefore`, `tokensAfter` and `holdsFor`) stands with `fresh` appended to it,
+    /// `output` being what would then be sent; `flushes`: the host runs the memory flush.
+    /// `{ tokensBefore, tokensAfter, decision, holdsFor }`, or `undefined`: the full prepare
+    /// decides. The new messages are counted through the keeper's memo, and what a decision
+    /// will read of each is worked out now ([`DecisionMemo::prime`]), a few messages a turn
+    /// rather than all that arrived since the last decision on the turn that makes one.
+    pub fn fast(
+        &self,
+        fresh: Array,
+        output: JsValue,
+        tokens_before: f64,
+        tokens_after: f64,
+        holds_for: u32,
+        flushes: bool,
+    ) -> Result<JsValue, super::counting::CountingError> {
+        let budget = match (self.options.enabled, self.options.budget()) {
+            (true, Ok(budget)) => budget,
+            _ => return Ok(JsValue::UNDEFINED),
+        };
+        let whole = |n: f64| {
+            if n.is_finite() && n > 0.0 {
+                n as u64
+            } else {
+                0
             }
+        };
+        let mut standing = fast::Standing::new(
+            budget,
+            flushes,
+            whole(tokens_before),
+            whole(tokens_after),
+            holds_for as usize,
+        );
+        let fresh_tokens = match fresh.length() {
+            0 => 0,
+            _ => self.count(fresh.clone().into())? as u64,
+        };
+        let Ok(found) = list::read_list(&fresh, &self.counting, true) else {
+            return Ok(JsValue::UNDEFINED);
+        };
+        let mut messages = Vec::with_capacity(found.len());
+        for (i, found) in found.into_iter().enumerate() {
+            let Found::Known {
+                parsed: Some(message),
+                ..
+            } = found
+            else {
+                return Ok(JsValue::UNDEFINED);
+            };
+            let alone = || {
+                let one: Array = std::iter::once(fresh.get(i as u32)).collect();
+                self.count(one.into()).map_or(u64::MAX, |n| n as u64)
+            };
+            if standing.may_offload(&message, alone) {
+                return Ok(JsValue::UNDEFINED);
+            }
+            self.memo.borrow_mut().prime(&message);
+            messages.push(message);
         }
-        Ok(total)
+        let mut counted = Ok(0.0);
+        let answer = standing.answer(&messages, fresh_tokens, || {
+            counted = self.count(output);
+            counted.as_ref().map_or(u64::MAX, |n| *n as u64)
+        });
+        counted?;
+        let Some(answer) = answer else {
+            return Ok(JsValue::UNDEFINED);
+        };
+        let out = js_sys::Object::new();
+        // NOTE: a new plain object takes any key: no error to report.
+        let put = |key: &str, value: JsValue| {
+            let _ = js_sys::Reflect::set(&out, &key.into(), &value);
+        };
+        put("tokensBefore", (answer.tokens_before as f64).into());
+        put("tokensAfter", (answer.tokens_after as f64).into());
+        let decision = match answer.decision {
+            Decision::Held => "held",
+            _ => "under",
+        };
+        put("decision", decision.into());
+        put("holdsFor", (answer.holds_for as f64).into());
+        Ok(out.into())
     }
 
     /// Starts a prepare of `messages` with the session's stored state; `unrecorded`: the

@@ -72,7 +72,7 @@ use serde::{Deserialize, Serialize};
 #[cfg(target_arch = "wasm32")]
 use tsify::Tsify;
 
-use crate::messages::{Conversation, Part, PartKind, PartRef, ResultShape, Role};
+use crate::messages::{Conversation, Message, Part, PartKind, PartRef, ResultShape, Role};
 use crate::Encoding;
 
 pub use report::{Action, Edit, Failure, Held, Original, Report};
@@ -198,6 +198,25 @@ pub struct Turns {
     starts: Vec<PartRef>,
 }
 
+/// The parts of `message` that begin a turn: the first of an assistant message, and each later
+/// `step-start` part of an AI SDK `UIMessage`.
+fn step_starts(message: &Message) -> impl Iterator<Item = usize> + '_ {
+    let assistant = message.role() == Role::Assistant;
+    let ui = assistant && message.is_ui_message();
+    let steps = (message.parts().iter().enumerate().skip(1))
+        .filter(move |_| ui)
+        .filter(|(_, part)| {
+            part.raw().get("type").and_then(serde_json::Value::as_str) == Some("step-start")
+        })
+        .map(|(p, _)| p);
+    assistant.then_some(0).into_iter().chain(steps)
+}
+
+/// How many turns `message` begins ([`Turns`]).
+pub fn turn_starts(message: &Message) -> usize {
+    step_starts(message).count()
+}
+
 impl Turns {
     /// The turns of `conv`.
     pub fn of(conv: &Conversation) -> Turns {
@@ -215,25 +234,7 @@ impl Turns {
             .enumerate()
             .take_while(|(m, _)| *m < end)
         {
-            if message.role() != Role::Assistant {
-                continue;
-            }
-            starts.push(PartRef {
-                message: m,
-                part: 0,
-            });
-            if message.is_ui_message() {
-                for (p, part) in message.parts().iter().enumerate().skip(1) {
-                    if part.raw().get("type").and_then(serde_json::Value::as_str)
-                        == Some("step-start")
-                    {
-                        starts.push(PartRef {
-                            message: m,
-                            part: p,
-                        });
-                    }
-                }
-            }
+            starts.extend(step_starts(message).map(|part| PartRef { message: m, part }));
         }
         Turns { starts }
     }

@@ -895,6 +895,23 @@ impl Message {
         self.parts.iter().any(|p| p.slot == Slot::Whole)
     }
 
+    /// The length in bytes of the longest string in the message's JSON, down to 64 levels
+    /// (texts a skimmed message was read with cut short count as they were read).
+    pub fn longest_text(&self) -> usize {
+        fn longest(value: &Value, depth: usize) -> usize {
+            let inner = |v: &Value| if depth < 64 { longest(v, depth + 1) } else { 0 };
+            match value {
+                Value::String(s) => s.len(),
+                Value::Array(items) => items.iter().map(inner).max().unwrap_or(0),
+                Value::Object(map) => map.values().map(inner).max().unwrap_or(0),
+                _ => 0,
+            }
+        }
+        let parts = self.parts.iter().map(|part| longest(part.raw(), 1));
+        let rest = self.skeleton.values().map(|value| longest(value, 1));
+        parts.chain(rest).max().unwrap_or(0)
+    }
+
     /// The message as JSON in its format.
     pub fn to_value(&self) -> Value {
         self.clone().into_value()

@@ -23,10 +23,11 @@
 //! within `minTurnsBetween` turns unless the budget requires it. The same input, stored state
 //! and options give the same output, byte for byte.
 //!
-//! The files: `options` (the options and the budget), `report` (what a prepare asks for and
-//! reports), `prepare` (one prepare's state), `machine` (its steps up to a decision's cuts),
+//! The files: `options` (the options and the budget), `report` (what a prepare reports),
+//! `prepare` (one prepare's state), `machine` (its steps up to a decision's cuts),
 //! `compaction` (the flush and the compaction), `finish` (the figures, the breakpoints, the
-//! output).
+//! output), `fast` (the fast path: when the last answer stands with the new messages
+//! appended, decided without reading the history again).
 
 mod compaction;
 mod finish;
@@ -36,6 +37,8 @@ mod prepare;
 mod report;
 
 pub use crate::context::machine::{Event, Need};
+pub mod fast;
+
 pub use options::*;
 pub use prepare::Prepare;
 pub use report::*;
