@@ -25,7 +25,7 @@ use crate::context::archive::ArchiveSaves;
 use crate::context::compact::{self, CompactOptions, CompactPlan, Compacted};
 use crate::context::flush::FlushOutcome;
 use crate::context::machine::{Event, Need, Offloading, ResultOffloading};
-use crate::context::offload;
+use crate::context::offload::{self, OffloadedMessages, OffloadedResult};
 use crate::context::rolling::{self, Rolled, RollingOptions, RollingPlan, RollingState};
 use crate::context::state::SessionState;
 use crate::counting::{with_default_counter, CountMessagesError, Counter};
@@ -157,17 +157,34 @@ impl MachineJs {
     }
 }
 
-/// The offload of a conversation, with the caller's messages.
-#[derive(Debug)]
-struct Offload(JsValue, Offloading);
+/// A plan of the core as the bindings step it: an offload, one result's offload, a fold.
+trait Plan {
+    /// Its output.
+    type Done: Write;
+    fn next(&self) -> Need<'_>;
+    fn handle(&mut self, event: Event);
+    /// The archive saves it asks for, if it folds.
+    fn saves(&self) -> Option<ArchiveSaves<'_>> {
+        None
+    }
+    fn done(self, counter: &mut Counter) -> Self::Done;
+}
 
-impl Stepped for Offload {
+/// An output written back into the caller's objects (`input`).
+trait Write {
+    fn write(self, input: JsValue) -> Result<JsValue, ContextError>;
+}
+
+/// A plan, with the caller's input its output is written into.
+struct Stepper<P>(JsValue, P);
+
+impl<P: Plan> Stepped for Stepper<P> {
     fn next(&mut self) -> Result<JsValue, ContextError> {
         need_js(self.1.next())
     }
 
     fn archive_saves(&self) -> Option<ArchiveSaves<'_>> {
-        None
+        self.1.saves()
     }
 
     fn handle(&mut self, event: Event) -> Result<(), ContextError> {
@@ -176,91 +193,87 @@ impl Stepped for Offload {
     }
 
     fn finish(self: Box<Self>) -> Result<JsValue, ContextError> {
-        let done = self.1.done();
-        written(&self.0, done.conversation, &done.edited, &done.report)
+        let Stepper(input, plan) = *self;
+        // NOTE: the counter a fold was planned with, as every free export counts with it.
+        with_default_counter(|counter| plan.done(counter)).write(input)
     }
 }
 
-/// The offload of one result, with the caller's result.
-#[derive(Debug)]
-struct OneResult(JsValue, ResultOffloading);
-
-impl Stepped for OneResult {
-    fn next(&mut self) -> Result<JsValue, ContextError> {
-        need_js(self.1.next())
+impl Plan for Offloading {
+    type Done = OffloadedMessages;
+    fn next(&self) -> Need<'_> {
+        Offloading::next(self)
     }
-
-    fn archive_saves(&self) -> Option<ArchiveSaves<'_>> {
-        None
+    fn handle(&mut self, event: Event) {
+        Offloading::handle(self, event);
     }
-
-    fn handle(&mut self, event: Event) -> Result<(), ContextError> {
-        self.1.handle(event);
-        Ok(())
+    fn done(self, _: &mut Counter) -> OffloadedMessages {
+        Offloading::done(self)
     }
+}
 
-    /// `{ content, offloaded, failure? }`.
-    fn finish(self: Box<Self>) -> Result<JsValue, ContextError> {
-        let OneResult(result, machine) = *self;
-        let done = machine.done();
+/// `{ messages, report }`.
+impl Write for OffloadedMessages {
+    fn write(self, input: JsValue) -> Result<JsValue, ContextError> {
+        written(&input, self.conversation, &self.edited, &self.report)
+    }
+}
+
+impl Plan for ResultOffloading {
+    type Done = OffloadedResult;
+    fn next(&self) -> Need<'_> {
+        ResultOffloading::next(self)
+    }
+    fn handle(&mut self, event: Event) {
+        ResultOffloading::handle(self, event);
+    }
+    fn done(self, _: &mut Counter) -> OffloadedResult {
+        ResultOffloading::done(self)
+    }
+}
+
+/// `{ content, offloaded, failure? }`: the caller's own result when it was not offloaded.
+impl Write for OffloadedResult {
+    fn write(self, result: JsValue) -> Result<JsValue, ContextError> {
         let out = js_sys::Object::new();
-        let (content, offloaded) = match &done.offloaded {
-            Some(offloaded) => (to_js(&done.content)?, to_js(offloaded)?),
+        let (content, offloaded) = match &self.offloaded {
+            Some(offloaded) => (to_js(&self.content)?, to_js(offloaded)?),
             None => (result, JsValue::NULL),
         };
         set(&out, "content", &content)?;
         set(&out, "offloaded", &offloaded)?;
-        if let Some(failure) = done.failure {
+        if let Some(failure) = self.failure {
             set(&out, "failure", &failure.into())?;
         }
         Ok(out.into())
     }
 }
 
-/// A fold's plan (a compaction's, a rolling window's) as the bindings step it.
-trait FoldPlan {
-    type Done: FoldDone;
-    fn next(&self) -> Need<'_>;
-    fn saves(&self) -> ArchiveSaves<'_>;
-    fn handle(&mut self, event: Event);
-    fn done(self, counter: &mut Counter) -> Self::Done;
-}
-
-/// A fold's output, written as `{ messages, marker, report, state? }`.
-trait FoldDone {
-    fn write(self, input: &JsValue) -> Result<JsValue, ContextError>;
-}
-
+/// A fold's plan and output (their types differ, their fields do not).
 macro_rules! fold_plan {
     ($plan:ty, $done:ty) => {
-        impl FoldPlan for $plan {
+        impl Plan for $plan {
             type Done = $done;
             fn next(&self) -> Need<'_> {
                 <$plan>::next(self)
             }
-            fn saves(&self) -> ArchiveSaves<'_> {
-                <$plan>::saves(self)
-            }
             fn handle(&mut self, event: Event) {
                 <$plan>::handle(self, event)
+            }
+            fn saves(&self) -> Option<ArchiveSaves<'_>> {
+                Some(<$plan>::saves(self))
             }
             fn done(self, counter: &mut Counter) -> $done {
                 <$plan>::done(self, counter)
             }
         }
 
-        impl FoldDone for $done {
-            fn write(self, input: &JsValue) -> Result<JsValue, ContextError> {
+        impl Write for $done {
+            fn write(self, input: JsValue) -> Result<JsValue, ContextError> {
                 let state = self.state.map(|s| s.to_bytes());
                 let marker = self.marker.as_ref();
-                fold_output(
-                    input,
-                    self.conversation,
-                    &self.origin,
-                    marker,
-                    &self.report,
-                    state,
-                )
+                let (messages, origin) = (self.conversation, &self.origin);
+                fold_output(&input, messages, origin, marker, &self.report, state)
             }
         }
     };
@@ -268,32 +281,6 @@ macro_rules! fold_plan {
 
 fold_plan!(CompactPlan, Compacted);
 fold_plan!(RollingPlan, Rolled);
-
-/// A fold, with the caller's messages.
-#[derive(Debug)]
-struct Fold<P>(JsValue, P);
-
-impl<P: FoldPlan> Stepped for Fold<P> {
-    fn next(&mut self) -> Result<JsValue, ContextError> {
-        need_js(self.1.next())
-    }
-
-    fn archive_saves(&self) -> Option<ArchiveSaves<'_>> {
-        Some(self.1.saves())
-    }
-
-    fn handle(&mut self, event: Event) -> Result<(), ContextError> {
-        self.1.handle(event);
-        Ok(())
-    }
-
-    fn finish(self: Box<Self>) -> Result<JsValue, ContextError> {
-        let Fold(input, plan) = *self;
-        // NOTE: the counter the plan was made with, as every free export counts with it.
-        let done = with_default_counter(|counter| plan.done(counter));
-        done.write(&input)
-    }
-}
 
 /// A fold's output: `{ messages, marker, report, state? }`.
 fn fold_output(
@@ -328,7 +315,7 @@ pub fn plan_offload(messages: JsValue, options: JsValue) -> Result<MachineJs, Co
     let (format, options) = offload_options(&options, true)?;
     let conv = read_conversation(&messages, format)?;
     let plan = offload::plan_messages(conv, &options);
-    Ok(MachineJs::new(Offload(messages, plan.into())))
+    Ok(MachineJs::new(Stepper(messages, Offloading::from(plan))))
 }
 
 #[wasm_bindgen(js_name = __ckPlanResult, skip_typescript)]
@@ -339,7 +326,10 @@ pub fn plan_result(result: JsValue, options: JsValue) -> Result<MachineJs, Conte
         .map_err(|err| ContextError::messages(format!("result{}", err.path()), err.reason))?
         .unwrap_or(Value::Null);
     let plan = offload::plan_result(value, &options);
-    Ok(MachineJs::new(OneResult(result, plan.into())))
+    Ok(MachineJs::new(Stepper(
+        result,
+        ResultOffloading::from(plan),
+    )))
 }
 
 /// Plans a compaction. `state` is the session's stored state (bytes), or `undefined`.
@@ -367,7 +357,7 @@ pub fn plan_compact(
         compact::CompactError::Options { path, reason } => ContextError::options(path, reason),
         compact::CompactError::Count(err) => count_error(err),
     })?;
-    Ok(MachineJs::new(Fold(messages, plan)))
+    Ok(MachineJs::new(Stepper(messages, plan)))
 }
 
 /// Plans a rolling window. `state` is the session's stored rolling state (bytes), or
@@ -401,5 +391,5 @@ pub fn plan_rolling(
             ContextError::internal(err.to_string())
         }
     })?;
-    Ok(MachineJs::new(Fold(messages, plan)))
+    Ok(MachineJs::new(Stepper(messages, plan)))
 }
