@@ -242,13 +242,19 @@ pub(super) fn offload_options(
     format: bool,
 ) -> Result<(Option<Format>, OffloadOptions), ContextError> {
     let (format, options): (_, OffloadOptions) = read_options(options, format)?;
-    if options.session_id.is_empty() {
+    check_session(&options.session_id)?;
+    Ok((format, options))
+}
+
+/// `options.sessionId`, which the stores' keys cannot do without.
+pub(super) fn check_session(session_id: &str) -> Result<(), ContextError> {
+    if session_id.is_empty() {
         return Err(ContextError::options(
             "options.sessionId",
             "expected a non-empty string".to_owned(),
         ));
     }
-    Ok((format, options))
+    Ok(())
 }
 
 /// A key as a JS array of strings.

@@ -15,20 +15,20 @@ use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
 use super::context::{
-    already_applied, archive_save_js, check_flush_figures, count_error, flush_outcome,
-    messages_out, offload_options, outcome_of, read_conversation, read_options, save_to_js, set,
-    summary_outcome, summary_request_js, to_js, written,
+    already_applied, archive_save_js, check_flush_figures, check_session, count_error,
+    flush_outcome, messages_out, offload_options, outcome_of, read_conversation, read_options,
+    save_to_js, set, summary_outcome, summary_request_js, to_js, written,
 };
 use super::error::ContextError;
 use super::{enter, walk};
 use crate::context::archive::ArchiveSaves;
-use crate::context::compact::{self, CompactOptions, CompactPlan, Compacted};
+use crate::context::compact::{self, CompactOptions, Compacted};
 use crate::context::flush::FlushOutcome;
-use crate::context::machine::{Event, Need, Offloading, ResultOffloading};
+use crate::context::machine::{Event, Machine, Need, Offloading, ResultOffloading};
 use crate::context::offload::{self, OffloadedMessages, OffloadedResult};
-use crate::context::rolling::{self, Rolled, RollingOptions, RollingPlan, RollingState};
+use crate::context::rolling::{self, Rolled, RollingOptions, RollingState};
 use crate::context::state::SessionState;
-use crate::counting::{with_default_counter, CountMessagesError, Counter};
+use crate::counting::{with_default_counter, CountMessagesError};
 use crate::messages::Conversation;
 
 /// A machine as the driver steps it: its need converted, its events taken, its output written
@@ -157,34 +157,24 @@ impl MachineJs {
     }
 }
 
-/// A plan of the core as the bindings step it: an offload, one result's offload, a fold.
-trait Plan {
-    /// Its output.
-    type Done: Write;
-    fn next(&self) -> Need<'_>;
-    fn handle(&mut self, event: Event);
-    /// The archive saves it asks for, if it folds.
-    fn saves(&self) -> Option<ArchiveSaves<'_>> {
-        None
-    }
-    fn done(self, counter: &mut Counter) -> Self::Done;
-}
-
 /// An output written back into the caller's objects (`input`).
 trait Write {
     fn write(self, input: JsValue) -> Result<JsValue, ContextError>;
 }
 
-/// A plan, with the caller's input its output is written into.
-struct Stepper<P>(JsValue, P);
+/// A machine of the core, with the caller's input its output is written into.
+struct Stepper<M>(JsValue, M);
 
-impl<P: Plan> Stepped for Stepper<P> {
+impl<M: Machine> Stepped for Stepper<M>
+where
+    M::Output: Write,
+{
     fn next(&mut self) -> Result<JsValue, ContextError> {
         need_js(self.1.next())
     }
 
     fn archive_saves(&self) -> Option<ArchiveSaves<'_>> {
-        self.1.saves()
+        self.1.archive_saves()
     }
 
     fn handle(&mut self, event: Event) -> Result<(), ContextError> {
@@ -193,22 +183,9 @@ impl<P: Plan> Stepped for Stepper<P> {
     }
 
     fn finish(self: Box<Self>) -> Result<JsValue, ContextError> {
-        let Stepper(input, plan) = *self;
+        let Stepper(input, machine) = *self;
         // NOTE: the counter a fold was planned with, as every free export counts with it.
-        with_default_counter(|counter| plan.done(counter)).write(input)
-    }
-}
-
-impl Plan for Offloading {
-    type Done = OffloadedMessages;
-    fn next(&self) -> Need<'_> {
-        Offloading::next(self)
-    }
-    fn handle(&mut self, event: Event) {
-        Offloading::handle(self, event);
-    }
-    fn done(self, _: &mut Counter) -> OffloadedMessages {
-        Offloading::done(self)
+        with_default_counter(|counter| machine.done(counter)).write(input)
     }
 }
 
@@ -216,19 +193,6 @@ impl Plan for Offloading {
 impl Write for OffloadedMessages {
     fn write(self, input: JsValue) -> Result<JsValue, ContextError> {
         written(&input, self.conversation, &self.edited, &self.report)
-    }
-}
-
-impl Plan for ResultOffloading {
-    type Done = OffloadedResult;
-    fn next(&self) -> Need<'_> {
-        ResultOffloading::next(self)
-    }
-    fn handle(&mut self, event: Event) {
-        ResultOffloading::handle(self, event);
-    }
-    fn done(self, _: &mut Counter) -> OffloadedResult {
-        ResultOffloading::done(self)
     }
 }
 
@@ -249,25 +213,10 @@ impl Write for OffloadedResult {
     }
 }
 
-/// A fold's plan and output (their types differ, their fields do not).
-macro_rules! fold_plan {
-    ($plan:ty, $done:ty) => {
-        impl Plan for $plan {
-            type Done = $done;
-            fn next(&self) -> Need<'_> {
-                <$plan>::next(self)
-            }
-            fn handle(&mut self, event: Event) {
-                <$plan>::handle(self, event)
-            }
-            fn saves(&self) -> Option<ArchiveSaves<'_>> {
-                Some(<$plan>::saves(self))
-            }
-            fn done(self, counter: &mut Counter) -> $done {
-                <$plan>::done(self, counter)
-            }
-        }
-
+/// A fold's output (a compaction's, a rolling window's: their types differ, their fields do
+/// not): `{ messages, marker, report, state? }`.
+macro_rules! fold_write {
+    ($done:ty) => {
         impl Write for $done {
             fn write(self, input: JsValue) -> Result<JsValue, ContextError> {
                 let state = self.state.map(|s| s.to_bytes());
@@ -279,8 +228,8 @@ macro_rules! fold_plan {
     };
 }
 
-fold_plan!(CompactPlan, Compacted);
-fold_plan!(RollingPlan, Rolled);
+fold_write!(Compacted);
+fold_write!(Rolled);
 
 /// A fold's output: `{ messages, marker, report, state? }`.
 fn fold_output(
@@ -342,12 +291,7 @@ pub fn plan_compact(
     enter();
     let (format, options): (_, CompactOptions) = read_options(&options, true)?;
     check_flush_figures(&options.flush_options)?;
-    if options.session_id.is_empty() {
-        return Err(ContextError::options(
-            "options.sessionId",
-            "expected a non-empty string".to_owned(),
-        ));
-    }
+    check_session(&options.session_id)?;
     let conv = read_conversation(&messages, format)?;
     let state = SessionState::from_bytes(state.as_deref());
     let plan = crate::counting::with_default_counter(|counter| {
@@ -370,12 +314,7 @@ pub fn plan_rolling(
 ) -> Result<MachineJs, ContextError> {
     enter();
     let (format, options): (_, RollingOptions) = read_options(&options, true)?;
-    if options.session_id.is_empty() {
-        return Err(ContextError::options(
-            "options.sessionId",
-            "expected a non-empty string".to_owned(),
-        ));
-    }
+    check_session(&options.session_id)?;
     let conv = read_conversation(&messages, format)?;
     let state = RollingState::from_bytes(state.as_deref());
     let plan = crate::counting::with_default_counter(|counter| {

@@ -45,7 +45,7 @@ use super::fold::{
     self, Folding, Phase, SummaryOutcome, SummaryRequest, DEFAULT_MAX_PINNED,
     DEFAULT_TRANSCRIPT_TOKENS,
 };
-use super::machine::{Event, FoldSteps, Need};
+use super::machine::{Event, FoldSteps, Machine, Need};
 use super::marker::{
     blocks_of, latest_marker, leading_systems, marker_message, marker_of, marker_shape, MarkerInfo,
     MarkerShape,
@@ -699,16 +699,6 @@ impl CompactPlan {
         self.work.is_some()
     }
 
-    /// What the driver must do next: the flush, the archive, the summary, in that order.
-    pub fn next(&self) -> Need<'_> {
-        (self.steps).next(self.flush.as_ref(), self.saves(), self.request.as_ref())
-    }
-
-    /// Takes what came of the step [`CompactPlan::next`] asked for.
-    pub fn handle(&mut self, event: Event) {
-        self.steps.handle(event);
-    }
-
     /// The bytes of the archive saves the driver confirmed.
     pub fn stored_bytes(&self) -> u64 {
         let saves = self.saves();
@@ -718,10 +708,26 @@ impl CompactPlan {
             .map(|n| n as u64)
             .sum()
     }
+}
 
-    /// The compaction, once [`CompactPlan::next`] is [`Need::Done`]: applied if every step
-    /// went well, else the messages as they were.
-    pub fn done(mut self, counter: &mut Counter) -> Compacted {
+/// The flush, the archive, the summary, in that order ([`FoldSteps`]).
+impl Machine for CompactPlan {
+    type Output = Compacted;
+
+    fn next(&self) -> Need<'_> {
+        (self.steps).next(self.flush.as_ref(), self.saves(), self.request.as_ref())
+    }
+
+    fn handle(&mut self, event: Event) {
+        self.steps.handle(event);
+    }
+
+    fn archive_saves(&self) -> Option<ArchiveSaves<'_>> {
+        Some(self.saves())
+    }
+
+    /// Applied if every step went well, else the messages as they were.
+    fn done(mut self, counter: &mut Counter) -> Compacted {
         let (archive, summary, flushed) = self.steps.take();
         self.finish(&archive, summary, flushed, counter)
     }

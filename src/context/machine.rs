@@ -13,6 +13,7 @@ use super::flush::{FlushOutcome, FlushRequest};
 use super::fold::{SummaryOutcome, SummaryRequest};
 use super::offload::{OffloadPlan, OffloadedMessages, OffloadedResult, ResultPlan};
 use super::{Outcome, Save};
+use crate::counting::Counter;
 
 /// What a machine needs the driver to do next.
 #[derive(Debug)]
@@ -44,6 +45,25 @@ pub enum Event {
     Archived(Vec<Outcome>),
     /// The outcome of [`Need::Summarize`].
     Summarized(SummaryOutcome),
+}
+
+/// A machine its driver steps without a counter of its own: an offload ([`Offloading`]), one
+/// result's ([`ResultOffloading`]), a compaction, a rolling window. (A keeper's prepare counts
+/// with its keeper's counter at every step, and says why a step failed: [`super::keeper::Prepare`]
+/// has the same `next` and `handle` of its own.)
+pub trait Machine {
+    /// What it gives once it is done.
+    type Output;
+    /// What the driver must do next.
+    fn next(&self) -> Need<'_>;
+    /// Takes what came of the step [`Machine::next`] asked for.
+    fn handle(&mut self, event: Event);
+    /// The archive saves [`Need::Archive`] asked for, each made when asked for (a fold's).
+    fn archive_saves(&self) -> Option<ArchiveSaves<'_>> {
+        None
+    }
+    /// Its output, once [`Machine::next`] is [`Need::Done`]; `counter` counts what it writes.
+    fn done(self, counter: &mut Counter) -> Self::Output;
 }
 
 /// A fold's steps, in their order: the memory flush (when one is due), the archive, then the
@@ -125,9 +145,10 @@ impl From<OffloadPlan> for Offloading {
     }
 }
 
-impl Offloading {
-    /// What the driver must do next.
-    pub fn next(&self) -> Need<'_> {
+impl Machine for Offloading {
+    type Output = OffloadedMessages;
+
+    fn next(&self) -> Need<'_> {
         match &self.answered {
             None if !self.plan.is_empty() => Need::Saves(self.plan.saves().collect()),
             _ => Need::Done,
@@ -135,14 +156,14 @@ impl Offloading {
     }
 
     /// Takes the saves' outcomes ([`Event::Saved`]).
-    pub fn handle(&mut self, event: Event) {
+    fn handle(&mut self, event: Event) {
         if let Event::Saved(outcomes) = event {
             self.answered = Some(outcomes);
         }
     }
 
-    /// The offloads made, once [`Offloading::next`] is [`Need::Done`].
-    pub fn done(self) -> OffloadedMessages {
+    /// The offloads whose save was confirmed, made.
+    fn done(self, _: &mut Counter) -> OffloadedMessages {
         self.plan.apply(&self.answered.unwrap_or_default())
     }
 }
@@ -164,9 +185,10 @@ impl From<ResultPlan> for ResultOffloading {
     }
 }
 
-impl ResultOffloading {
-    /// What the driver must do next.
-    pub fn next(&self) -> Need<'_> {
+impl Machine for ResultOffloading {
+    type Output = OffloadedResult;
+
+    fn next(&self) -> Need<'_> {
         match (self.plan.save(), &self.answered) {
             (Some(save), None) => Need::Saves(vec![save]),
             _ => Need::Done,
@@ -174,15 +196,15 @@ impl ResultOffloading {
     }
 
     /// Takes the save's outcome ([`Event::Saved`]).
-    pub fn handle(&mut self, event: Event) {
+    fn handle(&mut self, event: Event) {
         if let Event::Saved(outcomes) = event {
             let none = || Outcome::Failed("the save has no outcome".to_owned());
             self.answered = Some(outcomes.into_iter().next().unwrap_or_else(none));
         }
     }
 
-    /// The result, once [`ResultOffloading::next`] is [`Need::Done`].
-    pub fn done(self) -> OffloadedResult {
+    /// The result, the pointer in its place when its save was confirmed.
+    fn done(self, _: &mut Counter) -> OffloadedResult {
         self.plan.apply(self.answered.as_ref())
     }
 }

@@ -4,6 +4,7 @@ use std::cell::OnceCell;
 
 use crate::context::compact;
 use crate::context::flush::{self, FlushOutcome};
+use crate::context::machine::Machine;
 use crate::context::Action;
 use crate::counting::Counter;
 
@@ -115,7 +116,7 @@ impl Prepare {
             return Ok(());
         };
         let stored = plan.stored_bytes();
-        let done = plan.done(counter);
+        let done = (*plan).done(counter);
         let applied = matches!(
             done.report.outcome,
             compact::CompactOutcome::Compacted | compact::CompactOutcome::Reapplied

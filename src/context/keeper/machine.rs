@@ -6,7 +6,7 @@ use std::cell::OnceCell;
 use crate::context::archive;
 use crate::context::compact;
 use crate::context::decision::{self, Cut, DecisionMemo, Shape};
-use crate::context::machine::{Event, Need};
+use crate::context::machine::{Event, Machine, Need};
 use crate::context::state::{Horizon, SavedTokens, SessionState};
 use crate::context::{
     result_sites, result_sites_paired, Action, Failure, Outcome, ResultSite, Turns,

@@ -6,7 +6,7 @@ use serde_json::json;
 use crate::context::archive::{ArchiveSaves, ArchiveSpan};
 use crate::context::compact::has_results;
 use crate::context::fold::{self, SummaryRequest};
-use crate::context::machine::{Event, FoldSteps, Need};
+use crate::context::machine::{Event, FoldSteps, Machine, Need};
 use crate::context::marker::{blocks_of, latest_marker};
 use crate::context::state::{chain, Chain};
 use crate::context::Measure;
@@ -557,23 +557,6 @@ impl RollingPlan {
         self.fold.is_some()
     }
 
-    /// What the driver must do next: the archive, then the summary.
-    pub fn next(&self) -> Need<'_> {
-        self.steps.next(None, self.saves(), self.request.as_ref())
-    }
-
-    /// Takes what came of the step [`RollingPlan::next`] asked for.
-    pub fn handle(&mut self, event: Event) {
-        self.steps.handle(event);
-    }
-
-    /// The rolling window, once [`RollingPlan::next`] is [`Need::Done`]: the fold applied if
-    /// every step went well, else the iterations raw.
-    pub fn done(mut self, counter: &mut Counter) -> Rolled {
-        let (archive, summary, _) = self.steps.take();
-        self.finish(&archive, summary, counter)
-    }
-
     /// The first request's text, for the heuristic summary and fact pinning.
     pub(super) fn goal_text(&self) -> Option<String> {
         let piece = self.head.get(self.goal?)?;
@@ -585,5 +568,28 @@ impl RollingPlan {
             .filter_map(|p| p.text())
             .collect();
         (!text.is_empty()).then(|| text.join("\n"))
+    }
+}
+
+/// The archive, then the summary ([`FoldSteps`]).
+impl Machine for RollingPlan {
+    type Output = Rolled;
+
+    fn next(&self) -> Need<'_> {
+        self.steps.next(None, self.saves(), self.request.as_ref())
+    }
+
+    fn handle(&mut self, event: Event) {
+        self.steps.handle(event);
+    }
+
+    fn archive_saves(&self) -> Option<ArchiveSaves<'_>> {
+        Some(self.saves())
+    }
+
+    /// The fold applied if every step went well, else the iterations raw.
+    fn done(mut self, counter: &mut Counter) -> Rolled {
+        let (archive, summary, _) = self.steps.take();
+        self.finish(&archive, summary, counter)
     }
 }
