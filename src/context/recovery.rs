@@ -41,7 +41,13 @@ pub fn sha256_hex(text: &str) -> String {
 
 /// Bytes as lower-case hex digits.
 pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        for nibble in [b >> 4, b & 0x0f] {
+            out.push(char::from_digit(u32::from(nibble), 16).unwrap_or('0'));
+        }
+    }
+    out
 }
 
 /// Lines a read returns when it names no limit.
