@@ -668,7 +668,7 @@ function extendsPrevious(history, previous) {
 }
 
 /** The figures of no prepare answered without the core. */
-const NOTHING_UNRECORDED = Object.freeze({ prepared: 0, tokensSent: 0, lastTokens: 0, saved: Object.freeze({ offload: 0, prune: 0, evict: 0, compact: 0 }) });
+const NOTHING_UNRECORDED = Object.freeze({ prepared: 0, tokensSent: 0, lastTokens: 0, saved: Object.freeze({ offload: 0, prune: 0, evict: 0, compact: 0 }), since: 0, output: "" });
 
 /**
  * The ContextKeeper: one object, configured once, called before every model call. The core
@@ -799,8 +799,9 @@ function bindKeeper(core, h) {
       // NOTE: the core decides (`keeper::fast`): whether the last answer stands with the new
       // messages appended, and with what figures; this only assembles the answer.
       const { tokensBefore, tokensAfter, holdsFor } = last.report;
-      const figures = keeper.fast(fresh, output, tokensBefore, tokensAfter, holdsFor, this.#options.flush !== undefined);
-      if (figures === undefined) return null;
+      const answer = keeper.fast(fresh, output, tokensBefore, tokensAfter, holdsFor, this.#options.flush !== undefined);
+      if (answer === undefined) return null;
+      const { output: hashes, ...figures } = answer;
       // NOTE: what the previous call did this call does not (no flush, no compaction, no offload).
       const { flush: _flush, compaction: _compaction, ...standing } = last.report;
       const report = {
@@ -814,19 +815,22 @@ function bindKeeper(core, h) {
         saved: { ...last.report.saved, offload: 0, compact: 0 },
       };
       // NOTE: what this call adds to the session's figures, handed to the core (and so to the
-      // stored state) by the next prepare that reaches it; `stats` adds it meanwhile.
+      // stored state) by the next prepare that reaches it; `stats` adds it meanwhile. The
+      // hashes of the messages it appended let that prepare count its `unchangedPrefix`.
       const u = last.unrecorded;
       const unrecorded = {
         prepared: u.prepared + 1,
         tokensSent: u.tokensSent + figures.tokensAfter,
         lastTokens: figures.tokensAfter,
         saved: { ...u.saved, prune: u.saved.prune + report.saved.prune, evict: u.saved.evict + report.saved.evict },
+        since: u.prepared === 0 ? last.outList.length : u.since,
+        output: u.output + hashes,
       };
-      this.#remember(sessionId, history, output, report, last.stored, last.calibration, unrecorded);
+      this.#remember(sessionId, history, output, report, last.calibration, unrecorded);
       return { messages: output, report };
     }
 
-    #remember(sessionId, history, output, report, stored, calibration, unrecorded = NOTHING_UNRECORDED) {
+    #remember(sessionId, history, output, report, calibration, unrecorded = NOTHING_UNRECORDED) {
       const input = listOf(history);
       const out = listOf(output);
       if (input === null || out === null || this.#budget === null) return;
@@ -837,8 +841,6 @@ function bindKeeper(core, h) {
         outList: out.list,
         outEnvelope: out.envelope,
         report,
-        // the length of the output whose hashes the state holds (the last full prepare's)
-        stored: stored ?? out.list.length,
         calibration,
         unrecorded,
       });
@@ -858,21 +860,14 @@ function bindKeeper(core, h) {
       const state = await this.#loadStateOrNot(sessionId);
       const now = h.timeOf(options.now);
       // NOTE: a dry run records nothing; a real one hands the fast calls' figures to the state.
-      const unrecorded = dry ? undefined : this.#last.get(sessionId)?.unrecorded;
+      // Both hand over what the fast calls sent, which `unchangedPrefix` compares with.
+      const fastCalls = this.#last.get(sessionId)?.unrecorded;
+      const unrecorded = dry && fastCalls !== undefined ? { since: fastCalls.since, output: fastCalls.output } : fastCalls;
       const machine = keeper.prepare(history, sessionId, now, flush !== undefined, state.bytes, unrecorded);
       const io = { store: this.#store, storeTimeoutMs, timeoutMs, summarize, flush, messages: history, progress, dry };
       const done = await h.drive(machine, io);
       const report = done.report;
       const last = this.#last.get(sessionId);
-      if (last !== undefined && report.unchangedPrefix === last.stored) {
-        // NOTE: the state holds the hashes of the last full prepare's output; the fast calls
-        // since appended messages it has none of. Past that, the output is unchanged where it
-        // holds the same objects as the previous call's.
-        const out = listOf(done.messages)?.list ?? [];
-        let n = report.unchangedPrefix;
-        while (n < out.length && n < last.outList.length && out[n] === last.outList[n]) n++;
-        report.unchangedPrefix = n;
-      }
       if (state.failed !== undefined) {
         // NOTE: made without the session's state, which could not be read: never written over
         // it, and kept only if it is a valid request within the window.
@@ -891,7 +886,7 @@ function bindKeeper(core, h) {
         if (!saved.ok) report.stateFailure = saved.reason;
       }
       const calibration = done.state === undefined ? last?.calibration : (done.calibration ?? undefined);
-      if (report.managed) this.#remember(sessionId, history, done.messages, report, undefined, calibration);
+      if (report.managed) this.#remember(sessionId, history, done.messages, report, calibration);
       return { messages: done.messages, report };
     }
 

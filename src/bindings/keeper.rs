@@ -21,7 +21,8 @@ use super::machine::{need_js, MachineJs, Stepped};
 use super::memo::{Counting as _, Own};
 use super::{enter, walk};
 use crate::context::decision::DecisionMemo;
-use crate::context::keeper::{fast, Call, Decision, Event, KeeperOptions, Prepare, PrepareError};
+use crate::context::keeper::fast::{self, Unrecorded};
+use crate::context::keeper::{Call, Decision, Event, KeeperOptions, Prepare, PrepareError};
 use crate::context::state::SessionState;
 use crate::counting::{CountMessagesOptions, Counter, Learnt, MAX_CALIBRATION_FACTOR};
 use crate::messages::type_name as type_name_of_json;
@@ -252,7 +253,8 @@ impl KeeperJs {
     /// The fast path ([`crate::context::keeper::fast`]): whether a session's last answer
     /// (its `tokensBefore`, `tokensAfter` and `holdsFor`) stands with `fresh` appended to it,
     /// `output` being what would then be sent; `flushes`: the host runs the memory flush.
-    /// `{ tokensBefore, tokensAfter, decision, holdsFor }`, or `undefined`: the full prepare
+    /// `{ tokensBefore, tokensAfter, decision, holdsFor, output }` (`output`: the new messages'
+    /// hashes, [`fast::Answer::output`]), or `undefined`: the full prepare
     /// decides. The new messages are counted through the keeper's memo, and what a decision
     /// will read of each is worked out now ([`DecisionMemo::prime`]), a few messages a turn
     /// rather than all that arrived since the last decision on the turn that makes one.
@@ -331,12 +333,13 @@ impl KeeperJs {
         };
         put("decision", decision.into());
         put("holdsFor", (answer.holds_for as f64).into());
+        put("output", answer.output.into());
         Ok(out.into())
     }
 
     /// Starts a prepare of `messages` with the session's stored state; `unrecorded`: the
     /// figures of the prepares the driver answered itself since the last one
-    /// (`{ prepared, tokensSent, saved }`), added to the state's.
+    /// (`{ prepared, tokensSent, saved, since, output }`: [`Unrecorded`]), added to the state's.
     pub fn prepare(
         &self,
         messages: JsValue,
@@ -378,11 +381,17 @@ impl KeeperJs {
                 evict: figure(&saved, "evict"),
                 compact: figure(&saved, "compact"),
             };
-            prepare.add_unrecorded(
-                figure(&unrecorded, "prepared"),
-                figure(&unrecorded, "tokensSent"),
+            let output = js_sys::Reflect::get(&unrecorded, &JsValue::from_str("output"))
+                .ok()
+                .and_then(|v| v.as_string())
+                .unwrap_or_default();
+            prepare.add_unrecorded(&Unrecorded {
+                prepared: figure(&unrecorded, "prepared"),
+                tokens_sent: figure(&unrecorded, "tokensSent"),
                 saved,
-            );
+                since: figure(&unrecorded, "since") as usize,
+                output,
+            });
         }
         // NOTE: what the count taught of each message the keeper recognises, so that counting
         // the history again (`count`, the driver's fast path) takes it from the cache by key.

@@ -147,25 +147,7 @@ impl Keyer {
 
     /// The key of `message`, whatever the rules.
     pub fn message_key(&mut self, message: &Message) -> MessageKey {
-        // NOTE: kept with the message, whose every edit empties it: a message the tiers left
-        // as it was is not serialized again.
-        if let Some(key) = message.key.get() {
-            return key;
-        }
-        let buf = &mut self.buf;
-        buf.clear();
-        buf.extend_from_slice(message.format().name().as_bytes());
-        buf.push(b'|');
-        buf.extend_from_slice(message.role().name().as_bytes());
-        buf.push(b'|');
-        write_object(buf, &message.skeleton);
-        for part in message.parts() {
-            buf.push(part.kind() as u8);
-            write_value(buf, part.raw());
-        }
-        let key = MessageKey::new(xxh3_64(buf), buf.len() as u64);
-        message.key.set(key);
-        key
+        key_with(&mut self.buf, message)
     }
 
     /// The cache key of a message counted under these rules.
@@ -175,6 +157,32 @@ impl Keyer {
         let bytes = (u128::from(self.rules) | (u128::from(hash) << 64)).to_le_bytes();
         Key(xxh3_64(&bytes), len)
     }
+}
+
+/// The key of `message` ([`Keyer::message_key`], for a few messages counted elsewhere).
+pub(crate) fn message_key(message: &Message) -> MessageKey {
+    key_with(&mut Vec::new(), message)
+}
+
+fn key_with(buf: &mut Vec<u8>, message: &Message) -> MessageKey {
+    // NOTE: kept with the message, whose every edit empties it: a message the tiers left as it
+    // was is not serialized again.
+    if let Some(key) = message.key.get() {
+        return key;
+    }
+    buf.clear();
+    buf.extend_from_slice(message.format().name().as_bytes());
+    buf.push(b'|');
+    buf.extend_from_slice(message.role().name().as_bytes());
+    buf.push(b'|');
+    write_object(buf, &message.skeleton);
+    for part in message.parts() {
+        buf.push(part.kind() as u8);
+        write_value(buf, part.raw());
+    }
+    let key = MessageKey::new(xxh3_64(buf), buf.len() as u64);
+    message.key.set(key);
+    key
 }
 
 /// Appends a value's bytes (see the module).

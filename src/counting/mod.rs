@@ -65,8 +65,8 @@ mod tally;
 mod tools;
 mod zod;
 
+pub(crate) use cache::{message_key, IdentityHasher, KeyMap};
 pub use cache::{CacheStats, CountCache, MessageKey, DEFAULT_CAPACITY};
-pub(crate) use cache::{IdentityHasher, KeyMap};
 pub(crate) use conversation::counts_exactly;
 pub use conversation::{
     count_conversation, messages_options, within_limit, CountMessagesError, Counting, MessagesCount,

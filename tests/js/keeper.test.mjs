@@ -12,6 +12,13 @@ import { FORMATS, SUMMARY, head, session, turn } from "./agent-session.mjs";
 
 const NOW = "2026-11-25T12:00:00.000Z";
 
+/** How many leading messages of `b` are those of `a`, word for word. */
+function sameLead(a, b) {
+  let n = 0;
+  while (n < a.length && n < b.length && JSON.stringify(a[n]) === JSON.stringify(b[n])) n++;
+  return n;
+}
+
 for (const format of FORMATS) {
   test(`a ${format} session of 120 turns stays in budget and valid, recent turns verbatim, prefix moving in steps`, async () => {
     const store = new MemoryStore();
@@ -42,6 +49,9 @@ for (const format of FORMATS) {
       assert.equal(messages[messages.length - 1], input[input.length - 1]);
       assert.equal(messages[messages.length - 2], input[input.length - 2]);
       if (previous !== null && report.unchangedPrefix !== previous.length) moves++;
+      // the leading messages sent as they were last time, whichever call (the fast path's or
+      // a full prepare after it) answers
+      assert.equal(report.unchangedPrefix, previous === null ? null : sameLead(previous, messages), `turn ${n}`);
       compactions += report.decision === "compacted" ? 1 : 0;
       previous = messages;
       sent += report.tokensAfter;
@@ -452,4 +462,23 @@ test("recordUsage calibrates a model counted by proxy: by what the provider read
   assert.equal(none.calibration, null);
   assert.equal((await exact.prepare(openaiHistory, { sessionId: "exact" })).report.tokensAfter, counted.report.tokensAfter);
   exact.free();
+});
+
+test("unchangedPrefix counts the messages the fast path sent when a full prepare follows it, and in a dry run", async () => {
+  const keeper = new ContextKeeper({ model: "gpt-4o", contextWindow: 32_000, store: new MemoryStore() });
+  const history = head("openai");
+  let previous = null;
+  for (let t = 0; t < 8; t++) {
+    // turn 5's result is long enough (over half the offload limit) that the fast path leaves it
+    // to a full prepare, which keeps it whole: nothing before it changes
+    history.push(...turn("openai", t, t === 5 ? 150 : 10));
+    const input = history.slice();
+    const planned = await keeper.plan(input, { sessionId: "s", now: NOW });
+    const { messages, report } = await keeper.prepare(input, { sessionId: "s", now: NOW });
+    assert.equal(report.decision, "under");
+    assert.equal(report.unchangedPrefix, previous === null ? null : previous.length, `turn ${t}`);
+    assert.equal(planned.report.unchangedPrefix, report.unchangedPrefix, `turn ${t}, dry run`);
+    previous = messages;
+  }
+  keeper.free();
 });

@@ -7,10 +7,13 @@
 //! the keeper's memo, so old messages are not read again); [`Standing::answer`] decides, from
 //! the figures of the last answer, whether it stands, and with what figures.
 
+use crate::context::state::SavedTokens;
 use crate::context::turn_starts;
+use crate::counting::message_key;
 use crate::messages::Message;
 
 use super::options::Budget;
+use super::prepare::output_hashes;
 use super::report::Decision;
 
 /// How far past its line a history's new messages, added to what the last call sent, may reach
@@ -37,7 +40,7 @@ pub struct Standing {
 }
 
 /// A prepare the fast path answered: the last output with the new messages appended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Answer {
     /// The tokens of the history.
     pub tokens_before: u64,
@@ -48,6 +51,26 @@ pub struct Answer {
     pub decision: Decision,
     /// The turns the standing decision still holds.
     pub holds_for: usize,
+    /// The new messages' hashes, as the session state holds its last output's: handed to the
+    /// next full prepare ([`super::Prepare::add_unrecorded`]), they let its
+    /// `unchangedPrefix` count the messages the fast calls sent.
+    pub output: String,
+}
+
+/// What the prepares the fast path answered since the last full one add to the session: its
+/// state is written by full prepares only.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Unrecorded {
+    /// Prepares answered.
+    pub prepared: u64,
+    /// The tokens they sent, in all.
+    pub tokens_sent: u64,
+    /// What the standing cuts saved in them.
+    pub saved: SavedTokens,
+    /// The messages of the output the state holds the hashes of, which they appended to.
+    pub since: usize,
+    /// The hashes of the messages they appended ([`Answer::output`], one after the other).
+    pub output: String,
 }
 
 impl Standing {
@@ -115,6 +138,7 @@ impl Standing {
                 false => Decision::Under,
             },
             holds_for,
+            output: output_hashes(&fresh.iter().map(message_key).collect::<Vec<_>>()),
         };
         self.tokens_before = answer.tokens_before;
         self.tokens_after = answer.tokens_after;
@@ -162,14 +186,22 @@ mod tests {
     #[test]
     fn under_the_line_the_last_answer_stands_with_the_new_figures() {
         let mut s = Standing::new(budget(), false, 12_000, 6_000, 0);
-        let a = s.answer(&turn(1), 100, || 6_090).unwrap();
+        let fresh = turn(1);
+        let a = s.answer(&fresh, 100, || 6_090).unwrap();
+        let hashes = output_hashes(&fresh.iter().map(message_key).collect::<Vec<_>>());
+        assert_eq!(
+            hashes.len(),
+            16,
+            "8 hex digits a message, as the state holds them"
+        );
         assert_eq!(
             a,
             Answer {
                 tokens_before: 12_090,
                 tokens_after: 6_090,
                 decision: Decision::Under,
-                holds_for: 0
+                holds_for: 0,
+                output: hashes,
             }
         );
         assert_eq!((s.tokens_before, s.tokens_after), (12_090, 6_090));

@@ -7,13 +7,14 @@ use crate::context::archive;
 use crate::context::compact;
 use crate::context::decision::{self, Cut, DecisionMemo, Shape};
 use crate::context::machine::{Event, Machine, Need};
-use crate::context::state::{Horizon, SavedTokens, SessionState};
+use crate::context::state::{Horizon, SessionState};
 use crate::context::{
     result_sites, result_sites_paired, Action, Failure, Outcome, ResultSite, Turns,
 };
 use crate::counting::{Counter, MessageKey, ModelOverrides};
 use crate::messages::{pair_tools, Conversation, Format, PairingGraph, Role};
 
+use super::fast::Unrecorded;
 use super::options::*;
 use super::prepare::*;
 use super::report::*;
@@ -97,17 +98,24 @@ impl Prepare {
     }
 
     /// Adds to the session's figures the prepares a host answered without the core since the
-    /// last one that came here (the JS keeper's fast path: `prepared` calls, `tokens_sent` in
-    /// all, and what the standing cuts saved in them), so that `stats` counts every prepare.
-    pub fn add_unrecorded(&mut self, prepared: u64, tokens_sent: u64, saved: SavedTokens) {
-        if prepared == 0 {
-            return;
+    /// last one that came here (the JS keeper's fast path), so that `stats` counts every
+    /// prepare and `unchangedPrefix` compares with what the last of them sent.
+    pub fn add_unrecorded(&mut self, unrecorded: &Unrecorded) {
+        let keeper = &mut self.state.keeper;
+        // NOTE: the fast calls appended to the output this state holds the hashes of, and to
+        // no other (a state written since by another keeper is left as it is).
+        if !unrecorded.output.is_empty()
+            && keeper.output.len() == unrecorded.since.saturating_mul(8)
+        {
+            keeper.output.push_str(&unrecorded.output);
+            self.state_changed = true;
         }
-        let stats = &mut self.state.keeper.stats;
-        stats.prepared += prepared;
-        stats.tokens_sent += tokens_sent;
-        stats.saved.add(saved);
-        self.state_changed = true;
+        if unrecorded.prepared > 0 {
+            keeper.stats.prepared += unrecorded.prepared;
+            keeper.stats.tokens_sent += unrecorded.tokens_sent;
+            keeper.stats.saved.add(unrecorded.saved);
+            self.state_changed = true;
+        }
     }
 
     /// Uses `memo`, what earlier prepares of this keeper's histories cut (by message identity,

@@ -81,6 +81,25 @@ fn prepare(
     fail_saves: bool,
     summary: &str,
 ) -> (Prepared, Driven) {
+    prepare_after(
+        list,
+        options,
+        state,
+        fail_saves,
+        summary,
+        &fast::Unrecorded::default(),
+    )
+}
+
+/// [`prepare`], after the fast calls `unrecorded` tells of.
+fn prepare_after(
+    list: &[Value],
+    options: &KeeperOptions,
+    state: &SessionState,
+    fail_saves: bool,
+    summary: &str,
+    unrecorded: &fast::Unrecorded,
+) -> (Prepared, Driven) {
     let mut counter = Counter::new();
     let mut p = Prepare::start(
         read(&Value::Array(list.to_vec())),
@@ -90,6 +109,7 @@ fn prepare(
         &mut counter,
     )
     .unwrap();
+    p.add_unrecorded(unrecorded);
     let mut driven = Driven::default();
     loop {
         let event = match p.next(&mut counter).unwrap() {
@@ -290,6 +310,57 @@ fn a_newest_result_too_large_for_the_window_is_offloaded_once_and_stays_offloade
     assert_eq!(driven.saves, 0);
     assert_eq!(values(&next)[..list.len()], values(&out)[..]);
     assert_eq!(next.report.unchanged_prefix, Some(list.len()));
+}
+
+#[test]
+fn the_unchanged_prefix_counts_what_the_fast_calls_sent() {
+    let window = 64_000;
+    let list = run(2, 5);
+    let (out, _) = prepare(
+        &list,
+        &options(window),
+        &SessionState::default(),
+        false,
+        SUMMARY,
+    );
+    let state = out.state.clone().unwrap();
+    // two fast calls appended a turn each to what the full prepare sent
+    let grown = run(4, 5);
+    let appended = read(&Value::Array(grown[list.len()..].to_vec()));
+    let mut standing = fast::Standing::new(out_budget(window), false, 0, 0, 0);
+    let answer = standing.answer(appended.messages(), 0, || 0).unwrap();
+    let fast_calls = |since: usize| fast::Unrecorded {
+        prepared: 2,
+        since,
+        output: answer.output.clone(),
+        ..fast::Unrecorded::default()
+    };
+    let (next, _) = prepare_after(
+        &grown,
+        &options(window),
+        &state,
+        false,
+        SUMMARY,
+        &fast_calls(list.len()),
+    );
+    assert_eq!(next.report.unchanged_prefix, Some(grown.len()));
+    assert_eq!(next.state.unwrap().keeper.stats.prepared, 4);
+    // without them, only what the state saw; on another output than theirs, likewise
+    let (alone, _) = prepare(&grown, &options(window), &state, false, SUMMARY);
+    assert_eq!(alone.report.unchanged_prefix, Some(list.len()));
+    let (other, _) = prepare_after(
+        &grown,
+        &options(window),
+        &state,
+        false,
+        SUMMARY,
+        &fast_calls(list.len() - 1),
+    );
+    assert_eq!(other.report.unchanged_prefix, Some(list.len()));
+}
+
+fn out_budget(window: u64) -> Budget {
+    options(window).budget().unwrap()
 }
 
 #[test]
