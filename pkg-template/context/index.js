@@ -84,27 +84,6 @@ async function attempt(call, timeoutMs) {
   }
 }
 
-const UTF8 = new TextDecoder();
-
-/** Whether two byte arrays hold the same bytes. */
-function sameBytes(a, b) {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
-/** The SHA-256 an offload record's header line names, or undefined for bytes that hold none. */
-function recordHash(bytes) {
-  const end = bytes.indexOf(10);
-  if (end < 0) return undefined;
-  try {
-    const hash = JSON.parse(UTF8.decode(bytes.subarray(0, end))).sha256;
-    return typeof hash === "string" ? hash : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 function reasonOf(error) {
   try {
     if (error instanceof Error) return error.name === "Error" || error.name === "ContextKeeperError" ? error.message : `${error.name}: ${error.message}`;
@@ -298,23 +277,16 @@ export function bindContext(core) {
    * or something else (a torn copy: writing repairs it), `{ failed: reason }` when it cannot be
    * read. Other keys are not read. */
   async function storedCopy(store, key, bytes, timeoutMs) {
-    const kind = key[2];
-    const want = kind === "offload" && typeof key[3] === "string" ? recordHash(bytes) : undefined;
-    if (kind !== "archive" && want === undefined) return { intact: false };
+    // NOTE: which keys are read first, and what counts as the copy, is the core's (it knows
+    // the record format).
+    if (!core.__ckReadsBeforeWrite(key, bytes)) return { intact: false };
     const loaded = await attempt(() => store.load(key), timeoutMs);
     if (!loaded.ok) {
       return { failed: `could not read ${JSON.stringify(key)} before writing it (a copy stored there must not be overwritten by a write that may fail halfway): ${loaded.reason}` };
     }
     const value = loaded.value;
     if (!(value instanceof Uint8Array)) return { intact: false };
-    if (kind === "archive") return { intact: sameBytes(value, bytes) };
-    if (recordHash(value) !== want) return { intact: false };
-    try {
-      core.__ckRead(key[3], value, 1, 1, 1);
-      return { intact: true };
-    } catch {
-      return { intact: false };
-    }
+    return { intact: core.__ckHoldsCopy(key, bytes, value) };
   }
 
   /** The driver's own offload options, checked, and the rest for the core. */

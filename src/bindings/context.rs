@@ -310,6 +310,26 @@ pub fn offload_key(session_id: &str, id: Option<String>) -> js_sys::Array {
 }
 
 /// Reads lines of a stored record: `ReadResult` and its rendering.
+/// Whether a save of `bytes` under `key` reads the key first ([`offload::reads_before_write`]).
+#[wasm_bindgen(js_name = __ckReadsBeforeWrite, skip_typescript)]
+pub fn reads_before_write(key: &js_sys::Array, bytes: &[u8]) -> bool {
+    offload::reads_before_write(&key_of(key), bytes)
+}
+
+/// Whether `stored` is already the copy a save of `bytes` under `key` would write
+/// ([`offload::holds_copy`]).
+#[wasm_bindgen(js_name = __ckHoldsCopy, skip_typescript)]
+pub fn holds_copy(key: &js_sys::Array, bytes: &[u8], stored: &[u8]) -> bool {
+    offload::holds_copy(&key_of(key), bytes, stored)
+}
+
+/// A store key the core made, read back (an item that is not a string reads as "").
+fn key_of(key: &js_sys::Array) -> Vec<String> {
+    key.iter()
+        .map(|v| v.as_string().unwrap_or_default())
+        .collect()
+}
+
 #[wasm_bindgen(js_name = __ckRead, skip_typescript)]
 pub fn read_record(
     id: &str,

@@ -16,24 +16,23 @@ use super::text::ByteCount;
 use super::{transcript, Outcome, Save, NAMESPACE};
 use crate::messages::{Format, Message};
 
+/// The kind of key archives are stored under.
+pub const KIND: &str = "archive";
+
 /// The store key of a compaction's archive (its JSON; the transcript is the same name with
 /// `.md`).
 pub fn archive_key(session_id: &str, name: &str) -> Vec<String> {
     vec![
         NAMESPACE.to_owned(),
         session_id.to_owned(),
-        "archive".to_owned(),
+        KIND.to_owned(),
         name.to_owned(),
     ]
 }
 
 /// The prefix of a session's archives.
 pub fn archive_prefix(session_id: &str) -> Vec<String> {
-    vec![
-        NAMESPACE.to_owned(),
-        session_id.to_owned(),
-        "archive".to_owned(),
-    ]
+    vec![NAMESPACE.to_owned(), session_id.to_owned(), KIND.to_owned()]
 }
 
 /// Messages that serialize as the list of their JSON ([`Message::to_value`]), one message at

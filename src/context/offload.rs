@@ -15,7 +15,8 @@ use sha2::{Digest, Sha256};
 #[cfg(target_arch = "wasm32")]
 use tsify::Tsify;
 
-use super::recovery::{hex, sha256_hex, RecordHeader, GREP_TOOL, LIST_TOOL, READ_TOOL};
+use super::archive;
+use super::recovery::{self, hex, sha256_hex, RecordHeader, GREP_TOOL, LIST_TOOL, READ_TOOL};
 use super::result::{self, ResultText};
 use super::text::{cap_line, group, line_count};
 use super::{
@@ -526,5 +527,32 @@ impl ResultPlan {
                 }),
             },
         }
+    }
+}
+
+/// Whether a save of `bytes` under `key` reads the key first: a copy stored there already must
+/// not be overwritten by a write that may fail halfway. Offload records (by id: a header naming
+/// a checksum) and archives are read first; other keys are written straight away.
+pub fn reads_before_write(key: &[String], bytes: &[u8]) -> bool {
+    match key.get(2).map(String::as_str) {
+        Some(archive::KIND) => true,
+        Some(KIND) => key.get(3).is_some() && recovery::decode_header(bytes).is_some(),
+        _ => false,
+    }
+}
+
+/// Whether `stored`, what `key` holds, is already the copy a save of `bytes` would write: the
+/// same bytes for an archive; for an offload record, a header naming the same checksum and a
+/// text that matches it (a torn copy is not: writing repairs it).
+pub fn holds_copy(key: &[String], bytes: &[u8], stored: &[u8]) -> bool {
+    match key.get(2).map(String::as_str) {
+        Some(archive::KIND) => stored == bytes,
+        Some(KIND) => {
+            let (Some(id), Some(wanted)) = (key.get(3), recovery::decode_header(bytes)) else {
+                return false;
+            };
+            recovery::decode(id, stored).is_ok_and(|(header, _)| header.sha256 == wanted.sha256)
+        }
+        _ => false,
     }
 }

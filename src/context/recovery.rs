@@ -540,6 +540,37 @@ mod tests {
     }
 
     #[test]
+    fn a_save_reads_its_key_first_and_keeps_only_an_intact_copy() {
+        use crate::context::offload::{holds_copy, reads_before_write};
+        let key = |kind: &str| -> Vec<String> {
+            ["context-keeper", "s", kind, "x"]
+                .map(str::to_owned)
+                .to_vec()
+        };
+        let bytes = record("a\nb\nc");
+        assert!(reads_before_write(&key("offload"), &bytes));
+        assert!(reads_before_write(&key("archive"), b"{}"));
+        assert!(
+            !reads_before_write(&key("state"), &bytes),
+            "other keys are written"
+        );
+        assert!(
+            !reads_before_write(&key("offload"), b"no header"),
+            "nothing to compare with"
+        );
+        assert!(!reads_before_write(&key("offload")[..3], &bytes), "no id");
+        // the same record is the copy; a torn one, another text or nothing is not
+        assert!(holds_copy(&key("offload"), &bytes, &bytes));
+        let torn = bytes.get(..bytes.len() - 1).unwrap();
+        assert!(!holds_copy(&key("offload"), &bytes, torn));
+        assert!(!holds_copy(&key("offload"), &bytes, &record("a\nb")));
+        assert!(!holds_copy(&key("offload"), &bytes, b""));
+        // an archive: the same bytes
+        assert!(holds_copy(&key("archive"), b"[1]", b"[1]"));
+        assert!(!holds_copy(&key("archive"), b"[1]", b"[2]"));
+    }
+
+    #[test]
     fn a_record_reads_back_and_damage_is_caught() {
         let bytes = record("a\nb\nc");
         let (header, text) = decode("x", &bytes).unwrap();
