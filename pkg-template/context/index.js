@@ -84,6 +84,49 @@ async function attempt(call, timeoutMs) {
   }
 }
 
+/**
+ * Makes the edits of a keeper's report from what the core packed (`pack_edits` in
+ * src/bindings/keeper.rs): the objects serde would have written, in its key order, into the
+ * report's `offloaded`, `pruned` and `evicted` lists.
+ * @param {{ offloaded: object[], pruned: object[], evicted: object[] }} report
+ * @param {Float64Array} n
+ * @param {string} texts
+ */
+function unpackEdits(report, n, texts) {
+  const lists = [report.offloaded, report.pruned, report.evicted];
+  let i = 0;
+  let at = 0;
+  const text = () => texts.slice(at, (at += n[i++]));
+  while (i < n.length) {
+    const list = n[i];
+    const messageIndex = n[i + 1];
+    const partIndex = n[i + 2];
+    const tokensBefore = n[i + 3];
+    const tokensAfter = n[i + 4];
+    const estimated = n[i + 5] === 1;
+    const kind = n[i + 6];
+    const fields = n[i + 7];
+    const keyLength = n[i + 8];
+    i += 9;
+    /** @type {Record<string, unknown>} */
+    const edit = { action: text(), messageIndex, partIndex };
+    if (fields & 1) edit.toolName = text();
+    if (fields & 2) edit.toolCallId = text();
+    if (fields & 4) edit.field = text();
+    edit.tokensBefore = tokensBefore;
+    edit.tokensAfter = tokensAfter;
+    edit.estimated = estimated;
+    if (kind === 0) {
+      const key = [];
+      for (let k = 0; k < keyLength; k++) key.push(text());
+      edit.original = keyLength > 0 ? { kind: "store", key, id: text() } : { kind: "store", id: text() };
+    } else {
+      edit.original = kind === 1 ? { kind: "file", path: text() } : { kind: "history" };
+    }
+    lists[list].push(edit);
+  }
+}
+
 function reasonOf(error) {
   try {
     if (error instanceof Error) return error.name === "Error" || error.name === "ContextKeeperError" ? error.message : `${error.name}: ${error.message}`;
@@ -839,6 +882,7 @@ function bindKeeper(core, h) {
       const io = { store: this.#store, storeTimeoutMs, timeoutMs, summarize, flush, messages: history, progress, dry };
       const done = await h.drive(machine, io);
       const report = done.report;
+      unpackEdits(report, done.edits, done.editTexts);
       const last = this.#last.get(sessionId);
       if (state.failed !== undefined) {
         // NOTE: made without the session's state, which could not be read: never written over

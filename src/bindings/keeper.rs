@@ -706,9 +706,9 @@ impl Stepped for KeeperPrepare {
                 &super::messages::json_to_js(&system)
                     .map_err(|e| ContextError::internal(e.to_string()))?,
             )?;
-            return finished(&state, copy, &done.report, done.state);
+            return finished(&state, copy, done.report, done.state);
         }
-        finished(&state, messages, &done.report, done.state)
+        finished(&state, messages, done.report, done.state)
     }
 }
 
@@ -716,12 +716,25 @@ impl Stepped for KeeperPrepare {
 fn finished(
     written: &RefCell<Option<Written>>,
     messages: JsValue,
-    report: &crate::context::keeper::PrepareReport,
+    mut report: crate::context::keeper::PrepareReport,
     state: Option<SessionState>,
 ) -> Result<JsValue, ContextError> {
     let out = js_sys::Object::new();
     set(&out, "messages", &messages)?;
-    set(&out, "report", &to_js(report)?)?;
+    // NOTE: the edits (hundreds on a long history: most of a decision turn's report, and a
+    // fifth of its time as JSON) cross packed, and the driver makes their objects
+    // (`unpackEdits`); the report holds empty lists in their places until then.
+    let offloaded = std::mem::take(&mut report.offloaded);
+    let pruned = std::mem::take(&mut report.pruned);
+    let evicted = std::mem::take(&mut report.evicted);
+    set(&out, "report", &to_js(&report)?)?;
+    let (numbers, texts) = pack_edits([&offloaded, &pruned, &evicted]);
+    set(
+        &out,
+        "edits",
+        &js_sys::Float64Array::from(numbers.as_slice()).into(),
+    )?;
+    set(&out, "editTexts", &texts.into())?;
     if let Some(state) = state {
         let bytes = state.to_bytes();
         set(&out, "state", &js_sys::Uint8Array::from(bytes.as_slice()))?;
@@ -731,4 +744,50 @@ fn finished(
         *written.borrow_mut() = Some((bytes, state));
     }
     Ok(out.into())
+}
+
+/// The edits of a report's three lists (offloaded, pruned, evicted), packed for the driver's
+/// `unpackEdits`: per edit, the numbers `list, messageIndex, partIndex, tokensBefore,
+/// tokensAfter, estimated, original (0 store, 1 file, 2 history), fields (1 toolName,
+/// 2 toolCallId, 4 field), key length`, then the UTF-16 length of each of its texts, which
+/// follow one another in the string: the action, the fields present, the key's parts, and the
+/// id (store) or path (file).
+#[inline(never)]
+fn pack_edits(lists: [&Vec<crate::context::Edit>; 3]) -> (Vec<f64>, String) {
+    use crate::context::Original;
+    let mut numbers = Vec::new();
+    let mut texts = String::new();
+    for (list, edits) in lists.into_iter().enumerate() {
+        for edit in edits {
+            let (kind, key, last): (f64, &[String], Option<&str>) = match &edit.original {
+                Original::Store { key, id } => (0.0, key, Some(id)),
+                Original::File { path } => (1.0, &[], Some(path)),
+                Original::History => (2.0, &[], None),
+            };
+            let fields = [&edit.tool_name, &edit.tool_call_id, &edit.field].map(Option::as_deref);
+            let flags = (fields.iter().enumerate())
+                .filter(|(_, f)| f.is_some())
+                .fold(0u32, |flags, (i, _)| flags | 1 << i);
+            numbers.extend([
+                list as f64,
+                edit.message_index as f64,
+                edit.part_index as f64,
+                edit.tokens_before as f64,
+                edit.tokens_after as f64,
+                f64::from(u8::from(edit.estimated)),
+                kind,
+                f64::from(flags),
+                key.len() as f64,
+            ]);
+            let all = std::iter::once(edit.action.name())
+                .chain(fields.into_iter().flatten())
+                .chain(key.iter().map(String::as_str))
+                .chain(last);
+            for text in all {
+                numbers.push(text.encode_utf16().count() as f64);
+                texts.push_str(text);
+            }
+        }
+    }
+    (numbers, texts)
 }

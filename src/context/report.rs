@@ -23,6 +23,19 @@ pub enum Action {
     EvictResult,
 }
 
+impl Action {
+    /// Its name in a report (`"hardClear"`), as serde writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::Offload => "offload",
+            Action::SoftTrim => "softTrim",
+            Action::HardClear => "hardClear",
+            Action::EvictInput => "evictInput",
+            Action::EvictResult => "evictResult",
+        }
+    }
+}
+
 /// Where the content an edit removed can be found again.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(target_arch = "wasm32", derive(Tsify))]
@@ -139,5 +152,26 @@ impl Report {
     pub(crate) fn push(&mut self, edit: Edit) {
         self.tokens_saved += edit.tokens_before.saturating_sub(edit.tokens_after);
         self.edits.push(edit);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_action_is_named_as_serde_writes_it() {
+        for action in [
+            Action::Offload,
+            Action::SoftTrim,
+            Action::HardClear,
+            Action::EvictInput,
+            Action::EvictResult,
+        ] {
+            assert_eq!(
+                serde_json::to_value(action).unwrap(),
+                serde_json::json!(action.name())
+            );
+        }
     }
 }

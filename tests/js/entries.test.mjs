@@ -163,12 +163,13 @@ test("each one-encoding entry is smaller than the main entry by the other's tabl
 // Issue #23's size goals, measured as bench/sizes.mjs measures an entry: its browser build's
 // JavaScript bundled and minified by esbuild from `export * from "<entry>"`, plus its .wasm,
 // both gzip -9. (/o200k carries its tables as coded pairs to fit: engine/src/bpe/pairs.rs.)
-// /lite is held at 420 KB, about where it is (401 KB), so that it cannot grow unnoticed: issue
-// #23's goal for it, 80 KiB, is not met (its code alone, the keeper's, is 388 KB gzip).
-test("the main entry, /o200k and /lite ship within 1.7 MB, 1.2 MB and 420 KB gzip, the keeper inside", async () => {
+// /lite is held at 422 KB, about where it is (421 KB), so that it cannot grow unnoticed: issue
+// #43's goal for it, 200 KiB, is not met. (Held at 420 KB from 401 KB; moved to 422 KB for the
+// packed report edits that take a ninth off a decision turn; each move says why in its commit.)
+test("the main entry, /o200k and /lite ship within 1.7 MB, 1.2 MB and 422 KB gzip, the keeper inside", async () => {
   const { build } = await import("esbuild");
   const root = fileURLToPath(new URL("../..", import.meta.url));
-  for (const [entry, dir, goal] of [["context-keeper", "", 1.7e6], ["context-keeper/o200k", "o200k/", 1.2e6], ["context-keeper/lite", "lite/", 420e3]]) {
+  for (const [entry, dir, goal] of [["context-keeper", "", 1.7e6], ["context-keeper/o200k", "o200k/", 1.2e6], ["context-keeper/lite", "lite/", 422e3]]) {
     const bundled = await build({
       stdin: { contents: `export * from "${entry}";`, resolveDir: root, loader: "js" },
       bundle: true, minify: true, format: "esm", platform: "browser", target: "es2022",
