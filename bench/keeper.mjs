@@ -46,6 +46,10 @@ async function run(label, makeKeeper) {
   });
   const history = [{ role: "system", content: "You are a coding agent." }, { role: "user", content: "Read every file and report." }];
   const costs = [];
+  // the turns that made or changed a decision, from 700 messages on (the p99's turns: the
+  // early ones also pay V8's first compile of the decision's code)
+  const late = [];
+  const turns = [];
   const decisions = {};
   let turn = 0;
   while (history.length < MESSAGES) {
@@ -56,6 +60,8 @@ async function run(label, makeKeeper) {
     const { report } = await keeper.prepare(input, { sessionId: label, now: "2026-11-25T12:00:00Z" });
     costs.push(performance.now() - start - summarizerMs);
     decisions[report.decision] = (decisions[report.decision] ?? 0) + 1;
+    if (report.decision !== "under" && history.length >= 700) late.push(costs[costs.length - 1]);
+    turns.push({ messages: history.length, decision: report.decision, ms: costs[costs.length - 1] });
     if (!report.fits) throw new Error(`turn ${turn}: over budget: ${report.overBudget}`);
   }
   const last = costs.slice(-100);
@@ -68,6 +74,10 @@ async function run(label, makeKeeper) {
     maxMs: +Math.max(...costs).toFixed(3),
     last100MedianMs: +median(last).toFixed(3),
     last100P99Ms: +percentile(last, 99).toFixed(3),
+    slowest: turns.sort((a, b) => b.ms - a.ms).slice(0, 5).map((t) => ({ ...t, ms: +t.ms.toFixed(2) })),
+    lateDecisionTurns: late.length,
+    lateDecisionMedianMs: late.length === 0 ? null : +median(late).toFixed(3),
+    lateDecisionMaxMs: late.length === 0 ? null : +Math.max(...late).toFixed(3),
     decisions,
   };
 }
@@ -81,7 +91,7 @@ results.push(await run("stateless (a new keeper per turn, state in the store)", 
 }));
 
 for (const r of results) {
-  console.log(`${r.label}: ${r.turns} turns to ${r.messages} messages; per turn median ${r.medianMs} ms, p99 ${r.p99Ms} ms, max ${r.maxMs} ms; last 100 turns median ${r.last100MedianMs} ms, p99 ${r.last100P99Ms} ms; decisions ${JSON.stringify(r.decisions)}`);
+  console.log(`${r.label}: ${r.turns} turns to ${r.messages} messages; per turn median ${r.medianMs} ms, p99 ${r.p99Ms} ms, max ${r.maxMs} ms; last 100 turns median ${r.last100MedianMs} ms, p99 ${r.last100P99Ms} ms; decision turns from 700 messages (${r.lateDecisionTurns}) median ${r.lateDecisionMedianMs} ms, max ${r.lateDecisionMaxMs} ms; decisions ${JSON.stringify(r.decisions)}; slowest turns ${r.slowest.map((t) => `${t.ms} ms (${t.messages} messages, ${t.decision})`).join(", ")}`);
 }
 mkdirSync(new URL("./results/", import.meta.url), { recursive: true });
 const file = new URL(`./results/keeper-${new Date().toISOString().replaceAll(":", "-")}.json`, import.meta.url);
