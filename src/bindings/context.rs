@@ -78,14 +78,9 @@ pub(super) fn read_options<T: DeserializeOwned + Default>(
 /// The flush's figures (`reserveTokens`, `flushMargin`), which a negative number would
 /// otherwise turn into 0 without an error naming the field.
 pub(super) fn check_flush_figures(flush: &FlushOptions) -> Result<(), ContextError> {
-    match flush.invalid_figure() {
+    match flush.invalid() {
         None => Ok(()),
-        Some((name, value)) => Err(ContextError::options(
-            format!("options.{name}"),
-            format!(
-                "expected 0, a share of the window (up to 1) or tokens (above 1), found {value}"
-            ),
-        )),
+        Some((name, reason)) => Err(ContextError::options(format!("options.{name}"), reason)),
     }
 }
 

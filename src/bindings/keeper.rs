@@ -12,8 +12,7 @@ use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
 use super::context::{
-    check_flush_figures, count_error, messages_out_reusing, read_conversation, read_options, set,
-    to_js,
+    count_error, messages_out_reusing, read_conversation, read_options, set, to_js,
 };
 use super::error::ContextError;
 use super::list::{self, Found};
@@ -22,10 +21,10 @@ use super::memo::{Counting as _, Own};
 use super::{enter, walk};
 use crate::context::decision::DecisionMemo;
 use crate::context::keeper::fast::{self, Unrecorded};
+use crate::context::keeper::reported::{self, UsageError};
 use crate::context::keeper::{Call, Decision, Event, KeeperOptions, Prepare, PrepareError};
 use crate::context::state::SessionState;
-use crate::counting::{CountMessagesOptions, Counter, Learnt, MAX_CALIBRATION_FACTOR};
-use crate::messages::type_name as type_name_of_json;
+use crate::counting::{CountMessagesOptions, Counter, Learnt};
 use crate::messages::{self, Conversation, Format, FormatVotes, ListedMessage};
 
 fn prepare_error(err: PrepareError) -> ContextError {
@@ -48,36 +47,6 @@ pub struct KeeperJs {
     /// The last session state it wrote, as bytes and as state: the next prepare of the
     /// session is handed the same bytes, and takes a copy instead of reading them again.
     state: Rc<RefCell<Option<Written>>>,
-}
-
-/// The whole number at `usage[outer][inner]` of a usage report (0 when either is absent).
-fn nested_figure(
-    usage: &serde_json::Map<String, Value>,
-    outer: &str,
-    inner: &str,
-) -> Result<u64, ContextError> {
-    let details = match usage.get(outer) {
-        None | Some(Value::Null) => return Ok(0),
-        Some(Value::Object(details)) => details,
-        Some(other) => {
-            return Err(ContextError::options(
-                format!("usage.{outer}"),
-                format!("expected an object, found {}", type_name_of_json(other)),
-            ))
-        }
-    };
-    let reason = match details.get(inner) {
-        None | Some(Value::Null) => return Ok(0),
-        Some(Value::Number(n)) => match n.as_u64() {
-            Some(n) => return Ok(n),
-            None => format!("expected a whole number of tokens, found {n}"),
-        },
-        Some(other) => format!("expected a number, found {}", type_name_of_json(other)),
-    };
-    Err(ContextError::options(
-        format!("usage.{outer}.{inner}"),
-        reason,
-    ))
 }
 
 /// A whole number the driver put at `key` of `object` (0 when absent or not one).
@@ -172,30 +141,10 @@ impl super::messages::Made for MadeObjects {
 /// window of 0, would otherwise leave management off or every prepare over the line, without an
 /// error naming the field.
 fn check_figures(options: &KeeperOptions) -> Result<(), ContextError> {
-    if options.context_window == Some(0) {
-        return Err(ContextError::options(
-            "options.contextWindow",
-            "expected a positive number of tokens, found 0".to_owned(),
-        ));
+    match options.invalid() {
+        None => Ok(()),
+        Some((path, reason)) => Err(ContextError::options(format!("options.{path}"), reason)),
     }
-    let t = &options.thresholds;
-    let named = [
-        ("prune", t.prune),
-        ("compact", t.compact),
-        ("pruneTarget", t.prune_target),
-        ("compactTarget", t.compact_target),
-    ];
-    for (name, value) in named {
-        if value.is_nan() || value <= 0.0 {
-            return Err(ContextError::options(
-                format!("options.thresholds.{name}"),
-                format!(
-                    "expected a share of the window (above 0, up to 1) or tokens (above 1), found {value}"
-                ),
-            ));
-        }
-    }
-    check_flush_figures(&options.flush)
 }
 
 #[wasm_bindgen(js_class = __CkKeeper)]
@@ -466,99 +415,10 @@ impl KeeperJs {
                 "expected an object of token counts".to_owned(),
             ));
         };
-        let field = |names: &[&str]| -> Result<u64, ContextError> {
-            for name in names {
-                match map.get(*name) {
-                    None | Some(Value::Null) => continue,
-                    Some(Value::Number(n)) => {
-                        return n.as_u64().ok_or_else(|| {
-                            ContextError::options(
-                                format!("usage.{name}"),
-                                format!("expected a whole number of tokens, found {n}"),
-                            )
-                        })
-                    }
-                    Some(other) => {
-                        return Err(ContextError::options(
-                            format!("usage.{name}"),
-                            format!("expected a number, found {}", type_name_of_json(other)),
-                        ))
-                    }
-                }
-            }
-            Ok(0)
-        };
-        let nested = |outer: &str, inner: &str| nested_figure(&map, outer, inner);
-        // NOTE: the AI SDK's provider-level usage (LanguageModelV3Usage) nests the input's
-        // figures: `inputTokens: { total, noCache, cacheRead, cacheWrite }`.
-        let v3 = matches!(map.get("inputTokens"), Some(Value::Object(_)));
-        let input = if v3 {
-            nested("inputTokens", "total")?
-        } else {
-            field(&[
-                "inputTokens",
-                "input_tokens",
-                "prompt_tokens",
-                "promptTokens",
-            ])?
-        };
-        let output = if matches!(map.get("outputTokens"), Some(Value::Object(_))) {
-            nested("outputTokens", "total")?
-        } else {
-            field(&[
-                "outputTokens",
-                "output_tokens",
-                "completion_tokens",
-                "completionTokens",
-            ])?
-        };
-        // NOTE: each report names its cache reads one way: Anthropic's and ours at the top,
-        // OpenAI's chat (`prompt_tokens_details`) and Responses (`input_tokens_details`) API
-        // and the AI SDK (`inputTokenDetails`, or the provider-level `inputTokens`) nested.
-        let read = field(&[
-            "cacheReadTokens",
-            "cache_read_input_tokens",
-            "cachedInputTokens",
-        ])?
-        .max(nested("prompt_tokens_details", "cached_tokens")?)
-        .max(nested("input_tokens_details", "cached_tokens")?)
-        .max(nested("inputTokenDetails", "cacheReadTokens")?)
-        .max(if v3 {
-            nested("inputTokens", "cacheRead")?
-        } else {
-            0
-        });
-        let write = field(&["cacheWriteTokens", "cache_creation_input_tokens"])?
-            .max(nested("inputTokenDetails", "cacheWriteTokens")?)
-            .max(if v3 {
-                nested("inputTokens", "cacheWrite")?
-            } else {
-                0
-            });
-        // NOTE: what the provider read, to compare with the estimate: Anthropic's
-        // `input_tokens` leaves out the cached tokens, every other report's input includes them.
-        let anthropic = map.contains_key("input_tokens")
-            && (map.contains_key("cache_read_input_tokens")
-                || map.contains_key("cache_creation_input_tokens"));
-        let read_in_all = if anthropic {
-            input + read + write
-        } else {
-            input
-        };
+        let reported = reported::read(&map)
+            .map_err(|UsageError { path, reason }| ContextError::options(path, reason))?;
         let mut state = SessionState::from_bytes(state.as_deref());
-        if let Some(estimated) = state.keeper.estimated_tokens.filter(|n| *n > 0) {
-            if read_in_all > 0 {
-                let ratio = (read_in_all as f64 / estimated as f64)
-                    .clamp(1.0 / MAX_CALIBRATION_FACTOR, MAX_CALIBRATION_FACTOR);
-                state.keeper.calibration_ppm = Some((ratio * 1e6).round() as u64);
-            }
-        }
-        let usage = &mut state.keeper.stats.usage;
-        usage.calls += 1;
-        usage.input_tokens += input;
-        usage.output_tokens += output;
-        usage.cache_read_tokens += read;
-        usage.cache_write_tokens += write;
+        reported::record(&mut state, &reported);
         Ok(state.to_bytes())
     }
 }

@@ -79,6 +79,16 @@ impl FlushOptions {
         .find(|(_, value)| value.is_nan() || *value < 0.0)
     }
 
+    /// [`FlushOptions::invalid_figure`], said: its JSON name and what is wrong with it.
+    pub fn invalid(&self) -> Option<(&'static str, String)> {
+        self.invalid_figure().map(|(name, value)| {
+            let reason = format!(
+                "expected 0, a share of the window (up to 1) or tokens (above 1), found {value}"
+            );
+            (name, reason)
+        })
+    }
+
     /// The count from which the flush runs, for a window.
     pub fn threshold(&self, window: u64) -> u64 {
         window

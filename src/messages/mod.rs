@@ -47,8 +47,7 @@ pub use compaction::{
     drops_earlier_context, is_native_compaction, CompactionMarker, COMPACTION_TAG,
 };
 pub use detect::{detect_format, FormatVotes};
-// NOTE: for the context bindings (wasm32, `full`), which name JSON types as the reader does.
-#[cfg(all(target_arch = "wasm32", feature = "full"))]
+// NOTE: for the context layer and its bindings, which name JSON types as the reader does.
 pub(crate) use error::type_name;
 pub use error::{ParseError, ParseErrorKind};
 pub use format::{Format, MessagesOptions};

@@ -27,7 +27,8 @@
 //! `prepare` (one prepare's state), `machine` (its steps up to a decision's cuts),
 //! `compaction` (the flush and the compaction), `finish` (the figures, the breakpoints, the
 //! output), `fast` (the fast path: when the last answer stands with the new messages
-//! appended, decided without reading the history again).
+//! appended, decided without reading the history again), `reported` (the usage a provider
+//! reported for a call, and the calibration it gives).
 
 mod compaction;
 mod finish;
@@ -35,6 +36,7 @@ mod machine;
 mod options;
 mod prepare;
 mod report;
+pub mod reported;
 
 pub use crate::context::machine::{Event, Need};
 pub mod fast;

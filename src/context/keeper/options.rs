@@ -148,6 +148,35 @@ pub struct Budget {
 }
 
 impl KeeperOptions {
+    /// The first figure of these options out of range, with its path from the options
+    /// (`thresholds.prune`) and what is wrong with it: a context window of 0, a threshold
+    /// that is not above 0 (NaN included), a flush figure ([`FlushOptions::invalid`], at the
+    /// top: `reserveTokens`).
+    ///
+    /// [`FlushOptions::invalid`]: crate::context::flush::FlushOptions::invalid
+    pub fn invalid(&self) -> Option<(String, String)> {
+        if self.context_window == Some(0) {
+            let reason = "expected a positive number of tokens, found 0";
+            return Some(("contextWindow".to_owned(), reason.to_owned()));
+        }
+        let t = &self.thresholds;
+        let named = [
+            ("prune", t.prune),
+            ("compact", t.compact),
+            ("pruneTarget", t.prune_target),
+            ("compactTarget", t.compact_target),
+        ];
+        if let Some((name, value)) = named.into_iter().find(|(_, v)| v.is_nan() || *v <= 0.0) {
+            let reason = format!(
+                "expected a share of the window (above 0, up to 1) or tokens (above 1), found {value}"
+            );
+            return Some((format!("thresholds.{name}"), reason));
+        }
+        // NOTE: the flush's figures sit at the top of the options (flattened).
+        let (name, reason) = self.flush.invalid()?;
+        Some((name.to_owned(), reason))
+    }
+
     /// An error for options that would leave management off without saying so, or fail at the
     /// first prepare: a model the registry does not know, with no `contextWindow` to manage it
     /// in (the error names the model and the registry's nearest names), or a model whose

@@ -790,3 +790,25 @@ fn output_hashes_are_written_as_the_formatter_writes_them() {
         assert_eq!(out, format!("{value:08x}"));
     }
 }
+
+#[test]
+fn a_figure_out_of_range_is_named_by_its_path() {
+    let invalid = |options: KeeperOptions| options.invalid().map(|(path, _)| path);
+    assert_eq!(invalid(options(32_000)), None);
+    let zero = KeeperOptions {
+        context_window: Some(0),
+        ..options(32_000)
+    };
+    assert_eq!(invalid(zero).as_deref(), Some("contextWindow"));
+    let mut nan = options(32_000);
+    nan.thresholds.prune_target = f64::NAN;
+    assert_eq!(invalid(nan).as_deref(), Some("thresholds.pruneTarget"));
+    let mut negative = options(32_000);
+    negative.thresholds.compact = -0.5;
+    let (path, reason) = negative.invalid().unwrap();
+    assert_eq!(path, "thresholds.compact");
+    assert!(reason.ends_with("found -0.5"), "{reason}");
+    let mut reserve = options(32_000);
+    reserve.flush.reserve_tokens = -1.0;
+    assert_eq!(invalid(reserve).as_deref(), Some("reserveTokens"));
+}
