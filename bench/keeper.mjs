@@ -46,9 +46,6 @@ async function run(label, makeKeeper) {
   });
   const history = [{ role: "system", content: "You are a coding agent." }, { role: "user", content: "Read every file and report." }];
   const costs = [];
-  // the turns that made or changed a decision, from 700 messages on (the p99's turns: the
-  // early ones also pay V8's first compile of the decision's code)
-  const late = [];
   const turns = [];
   const decisions = {};
   let turn = 0;
@@ -60,11 +57,13 @@ async function run(label, makeKeeper) {
     const { report } = await keeper.prepare(input, { sessionId: label, now: "2026-11-25T12:00:00Z" });
     costs.push(performance.now() - start - summarizerMs);
     decisions[report.decision] = (decisions[report.decision] ?? 0) + 1;
-    if (report.decision !== "under" && history.length >= 700) late.push(costs[costs.length - 1]);
     turns.push({ messages: history.length, decision: report.decision, ms: costs[costs.length - 1] });
     if (!report.fits) throw new Error(`turn ${turn}: over budget: ${report.overBudget}`);
   }
   const last = costs.slice(-100);
+  // the turns that made or changed a decision, from 700 messages on (the early ones also pay
+  // V8's first compile of the decision's code)
+  const late = turns.filter((t) => t.decision !== "under" && t.messages >= 700).map((t) => t.ms);
   return {
     label,
     turns: costs.length,
@@ -74,7 +73,7 @@ async function run(label, makeKeeper) {
     maxMs: +Math.max(...costs).toFixed(3),
     last100MedianMs: +median(last).toFixed(3),
     last100P99Ms: +percentile(last, 99).toFixed(3),
-    slowest: turns.sort((a, b) => b.ms - a.ms).slice(0, 5).map((t) => ({ ...t, ms: +t.ms.toFixed(2) })),
+    slowest: [...turns].sort((a, b) => b.ms - a.ms).slice(0, 5).map((t) => ({ ...t, ms: +t.ms.toFixed(2) })),
     lateDecisionTurns: late.length,
     lateDecisionMedianMs: late.length === 0 ? null : +median(late).toFixed(3),
     lateDecisionMaxMs: late.length === 0 ? null : +Math.max(...late).toFixed(3),

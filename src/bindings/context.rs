@@ -14,7 +14,7 @@ use wasm_bindgen::prelude::*;
 use super::error::ContextError;
 use super::messages::{message_list, write_back_reusing, Made};
 use super::{enter, type_name, walk, CONVERSATION};
-use crate::context::flush::{FlushOptions, FlushOutcome};
+use crate::context::flush::FlushOutcome;
 use crate::context::fold::{SummaryOutcome, SummaryRequest};
 use crate::context::offload::{self, OffloadOptions};
 use crate::context::recovery::{self, GrepOptions, Pattern, RecordHeader};
@@ -75,12 +75,16 @@ pub(super) fn read_options<T: DeserializeOwned + Default>(
     Ok((format, options))
 }
 
-/// The flush's figures (`reserveTokens`, `flushMargin`), which a negative number would
-/// otherwise turn into 0 without an error naming the field.
-pub(super) fn check_flush_figures(flush: &FlushOptions) -> Result<(), ContextError> {
-    match flush.invalid() {
+/// A figure of the options the core found out of range (its path from `options` and why),
+/// as the error naming it: a flush figure, which a negative number would otherwise turn into
+/// 0 ([`crate::context::flush::FlushOptions::invalid`]), or a keeper's
+/// ([`crate::context::keeper::KeeperOptions::invalid`]).
+pub(super) fn check_figures(
+    invalid: Option<(impl std::fmt::Display, String)>,
+) -> Result<(), ContextError> {
+    match invalid {
         None => Ok(()),
-        Some((name, reason)) => Err(ContextError::options(format!("options.{name}"), reason)),
+        Some((path, reason)) => Err(ContextError::options(format!("options.{path}"), reason)),
     }
 }
 
@@ -304,7 +308,6 @@ pub fn offload_key(session_id: &str, id: Option<String>) -> js_sys::Array {
     })
 }
 
-/// Reads lines of a stored record: `ReadResult` and its rendering.
 /// Whether a save of `bytes` under `key` reads the key first ([`offload::reads_before_write`]).
 #[wasm_bindgen(js_name = __ckReadsBeforeWrite, skip_typescript)]
 pub fn reads_before_write(key: &js_sys::Array, bytes: &[u8]) -> bool {
@@ -325,6 +328,7 @@ fn key_of(key: &js_sys::Array) -> Vec<String> {
         .collect()
 }
 
+/// Reads lines of a stored record: `ReadResult` and its rendering.
 #[wasm_bindgen(js_name = __ckRead, skip_typescript)]
 pub fn read_record(
     id: &str,

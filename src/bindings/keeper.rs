@@ -12,7 +12,7 @@ use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
 use super::context::{
-    count_error, messages_out_reusing, read_conversation, read_options, set, to_js,
+    check_figures, count_error, messages_out_reusing, read_conversation, read_options, set, to_js,
 };
 use super::error::ContextError;
 use super::list::{self, Found};
@@ -137,16 +137,6 @@ impl super::messages::Made for MadeObjects {
     }
 }
 
-/// The figures a budget is made of, each a positive number: a threshold of 0 or below, or a
-/// window of 0, would otherwise leave management off or every prepare over the line, without an
-/// error naming the field.
-fn check_figures(options: &KeeperOptions) -> Result<(), ContextError> {
-    match options.invalid() {
-        None => Ok(()),
-        Some((path, reason)) => Err(ContextError::options(format!("options.{path}"), reason)),
-    }
-}
-
 #[wasm_bindgen(js_class = __CkKeeper)]
 impl KeeperJs {
     /// Reads the options (`options.*` errors name the field).
@@ -155,7 +145,9 @@ impl KeeperJs {
         enter();
         let (format, mut options): (_, KeeperOptions) = read_options(&options, true)?;
         options.format = format;
-        check_figures(&options)?;
+        // NOTE: a threshold of 0 or below, or a window of 0, would otherwise leave management
+        // off or every prepare over the line, without an error naming the field.
+        check_figures(options.invalid())?;
         options
             .check_model()
             .map_err(|message| ContextError::options("options.model", message))?;

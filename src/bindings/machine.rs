@@ -15,9 +15,9 @@ use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
 use super::context::{
-    already_applied, archive_save_js, check_flush_figures, check_session, count_error,
-    flush_outcome, messages_out, offload_options, outcome_of, read_conversation, read_options,
-    save_to_js, set, summary_outcome, summary_request_js, to_js, written,
+    already_applied, archive_save_js, check_figures, check_session, count_error, flush_outcome,
+    messages_out, offload_options, outcome_of, read_conversation, read_options, save_to_js, set,
+    summary_outcome, summary_request_js, to_js, written,
 };
 use super::error::ContextError;
 use super::{enter, walk};
@@ -290,7 +290,7 @@ pub fn plan_compact(
 ) -> Result<MachineJs, ContextError> {
     enter();
     let (format, options): (_, CompactOptions) = read_options(&options, true)?;
-    check_flush_figures(&options.flush_options)?;
+    check_figures(options.flush_options.invalid())?;
     check_session(&options.session_id)?;
     let conv = read_conversation(&messages, format)?;
     let state = SessionState::from_bytes(state.as_deref());

@@ -168,84 +168,51 @@ mod tests {
 
     #[test]
     fn every_provider_shape_is_read() {
-        let ours = reported(
-            json!({"inputTokens": 100, "outputTokens": 20, "cacheReadTokens": 30, "cacheWriteTokens": 5}),
-        );
-        assert_eq!(
-            ours.unwrap(),
-            Reported {
-                input: 100,
-                output: 20,
-                cache_read: 30,
-                cache_write: 5,
-                read_in_all: 100
-            }
-        );
-        // OpenAI chat completions: the cached tokens are nested, and within the input
-        let chat = reported(
-            json!({"prompt_tokens": 900, "completion_tokens": 12, "prompt_tokens_details": {"cached_tokens": 512}}),
-        );
-        assert_eq!(
-            chat.unwrap(),
-            Reported {
-                input: 900,
-                output: 12,
-                cache_read: 512,
-                cache_write: 0,
-                read_in_all: 900
-            }
-        );
-        // OpenAI Responses
-        let responses = reported(
-            json!({"input_tokens": 700, "output_tokens": 9, "input_tokens_details": {"cached_tokens": 256}}),
-        );
-        assert_eq!(responses.unwrap().read_in_all, 700);
-        // Anthropic: `input_tokens` leaves the cached tokens out
-        let anthropic = reported(
-            json!({"input_tokens": 40, "output_tokens": 7, "cache_read_input_tokens": 1000, "cache_creation_input_tokens": 60}),
-        );
-        assert_eq!(
-            anthropic.unwrap(),
-            Reported {
-                input: 40,
-                output: 7,
-                cache_read: 1000,
-                cache_write: 60,
-                read_in_all: 1100
-            }
-        );
-        // the AI SDK's LanguageModelUsage, and its provider level's nested figures
-        let sdk = reported(
-            json!({"inputTokens": 300, "outputTokens": 4, "inputTokenDetails": {"cacheReadTokens": 200, "cacheWriteTokens": 10}}),
-        );
-        assert_eq!(
-            sdk.unwrap(),
-            Reported {
-                input: 300,
-                output: 4,
-                cache_read: 200,
-                cache_write: 10,
-                read_in_all: 300
-            }
-        );
-        let v3 = reported(
-            json!({"inputTokens": {"total": 500, "noCache": 100, "cacheRead": 350, "cacheWrite": 50}, "outputTokens": {"total": 30, "text": 30}}),
-        );
-        assert_eq!(
-            v3.unwrap(),
-            Reported {
-                input: 500,
-                output: 30,
-                cache_read: 350,
-                cache_write: 50,
-                read_in_all: 500
-            }
-        );
-        // absent and null figures are 0
-        assert_eq!(
-            reported(json!({"inputTokens": null})).unwrap(),
-            Reported::default()
-        );
+        // (the report, and its input, output, cache reads, cache writes, and every input token
+        // read)
+        let cases = [
+            (
+                json!({"inputTokens": 100, "outputTokens": 20, "cacheReadTokens": 30, "cacheWriteTokens": 5}),
+                (100, 20, 30, 5, 100),
+            ),
+            // OpenAI chat completions: the cached tokens are nested, and within the input
+            (
+                json!({"prompt_tokens": 900, "completion_tokens": 12, "prompt_tokens_details": {"cached_tokens": 512}}),
+                (900, 12, 512, 0, 900),
+            ),
+            // OpenAI Responses
+            (
+                json!({"input_tokens": 700, "output_tokens": 9, "input_tokens_details": {"cached_tokens": 256}}),
+                (700, 9, 256, 0, 700),
+            ),
+            // Anthropic: `input_tokens` leaves the cached tokens out
+            (
+                json!({"input_tokens": 40, "output_tokens": 7, "cache_read_input_tokens": 1000, "cache_creation_input_tokens": 60}),
+                (40, 7, 1000, 60, 1100),
+            ),
+            // the AI SDK's LanguageModelUsage, and its provider level's nested figures
+            (
+                json!({"inputTokens": 300, "outputTokens": 4, "inputTokenDetails": {"cacheReadTokens": 200, "cacheWriteTokens": 10}}),
+                (300, 4, 200, 10, 300),
+            ),
+            (
+                json!({"inputTokens": {"total": 500, "noCache": 100, "cacheRead": 350, "cacheWrite": 50}, "outputTokens": {"total": 30, "text": 30}}),
+                (500, 30, 350, 50, 500),
+            ),
+            // absent and null figures are 0
+            (json!({"inputTokens": null}), (0, 0, 0, 0, 0)),
+        ];
+        for (usage, expected) in cases {
+            let r = reported(usage.clone()).unwrap();
+            let got = (
+                r.input,
+                r.output,
+                r.cache_read,
+                r.cache_write,
+                r.read_in_all,
+            );
+            assert_eq!(got, expected, "{usage}");
+        }
     }
 
     #[test]
